@@ -1,0 +1,85 @@
+"""Mnemosyne: durable, local-first memory for AI agents.
+
+    from mnemosyne import Mnemosyne
+
+    mem = Mnemosyne(session_id="website-redesign", db_path="/data/memories.db")
+    mem.remember("Completed hero section design.", importance=0.7)
+    for item in mem.recall("design progress", top_k=10):
+        print(item)
+
+``remember``, ``recall`` and ``get_stats`` are also available as module-level
+functions that use one default instance (session ``"default"``, database at
+:func:`mnemosyne.memory.default_db_path`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .errors import (
+    BackupError,
+    DatabaseBusyError,
+    EmbedderError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    LeaseHeldError,
+    MemoryNotFoundError,
+    MissingDependencyError,
+    MnemosyneError,
+    NotADatabaseError,
+    SchemaVersionError,
+    StorageError,
+)
+from .memory import Mnemosyne
+from .models import Memory, Stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackupError",
+    "DatabaseBusyError",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "InvalidInputError",
+    "LeaseHeldError",
+    "Memory",
+    "MemoryNotFoundError",
+    "MissingDependencyError",
+    "Mnemosyne",
+    "MnemosyneError",
+    "NotADatabaseError",
+    "SchemaVersionError",
+    "Stats",
+    "StorageError",
+    "__version__",
+    "get_stats",
+    "recall",
+    "remember",
+]
+
+_default: Mnemosyne | None = None
+_default_lock = threading.Lock()
+
+
+def _default_instance() -> Mnemosyne:
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Mnemosyne()
+        return _default
+
+
+def remember(content: str, **kwargs: Any) -> str:
+    """:meth:`Mnemosyne.remember` on the default instance."""
+    return _default_instance().remember(content, **kwargs)
+
+
+def recall(query: str, top_k: int = 10, **kwargs: Any) -> list[Memory]:
+    """:meth:`Mnemosyne.recall` on the default instance."""
+    return _default_instance().recall(query, top_k, **kwargs)
+
+
+def get_stats() -> Stats:
+    """:meth:`Mnemosyne.get_stats` on the default instance."""
+    return _default_instance().get_stats()

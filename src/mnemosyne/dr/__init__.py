@@ -1,0 +1,1 @@
+"""Disaster recovery: verified, atomic backups and restores (``mnemosyne.dr.recovery``)."""

@@ -1,0 +1,265 @@
+"""Backups that restore.
+
+``create_backup`` copies a live database (consistent while other processes write)
+to a single file plus a ``<backup>.manifest.json`` beside it recording the file's
+SHA-256, schema version, memory counts and time. ``restore_backup`` refuses any
+backup that fails its checksum or SQLite's integrity check before it touches the
+target, keeps the replaced database as a safety copy, and swaps atomically.
+
+    from mnemosyne.dr.recovery import create_backup, restore_backup
+
+    create_backup(db_path="/data/memories.db", backup_path="/backups/pre-deploy.bak")
+    restore_backup(backup_path="/backups/pre-deploy.bak", db_path="/data/memories.db")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..core.timeutil import from_timestamp
+from ..errors import BackupError, InvalidInputError, MnemosyneError
+from ..storage.sqlite import SQLiteStore
+from ..storage.sqlite.migrations import LATEST_VERSION
+from ..storage.sqlite.snapshot import fsync_dir, fsync_file, snapshot
+
+MANIFEST_SUFFIX = ".manifest.json"
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BackupManifest:
+    """What a backup holds, written beside it and checked before every restore."""
+
+    format: int
+    sha256: str
+    size_bytes: int
+    schema_version: int
+    memory_count: int
+    counts_by_status: dict[str, int]
+    created_at: str
+    source_db: str
+    mnemosyne_version: str
+
+
+def manifest_path(backup_path: str | Path) -> Path:
+    path = Path(backup_path)
+    return path.with_name(path.name + MANIFEST_SUFFIX)
+
+
+def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifest:
+    """Back up ``db_path`` to ``backup_path`` (folders created) and return the manifest.
+
+    Safe while other threads and processes write: the copy is one consistent
+    snapshot. An existing backup at ``backup_path`` is replaced only once the new
+    one is complete.
+    """
+    source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")
+    if not source.is_file():
+        raise BackupError(f"there is no database at {source} to back up", source)
+    if source.resolve() == target.resolve():
+        raise InvalidInputError("backup_path must differ from db_path")
+    # Opening through the store migrates an old database first, so every backup
+    # is of the current schema and restores with this code.
+    store = SQLiteStore(source)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        snapshot(store.connection(), target)
+        manifest = _describe(target, source)
+        _write_manifest(target, manifest)
+        store.set_meta("last_backup_at", repr(time.time()))
+        return manifest
+    except OSError as exc:
+        raise BackupError(f"cannot write the backup {target}: {exc}", target) from exc
+    finally:
+        store.close()
+
+
+def verify_backup(backup_path: str | Path) -> BackupManifest:
+    """Check a backup's checksum, integrity and schema; return its manifest.
+
+    Raises :class:`BackupError` saying what is wrong; never modifies the file.
+    """
+    path = _as_path(backup_path, "backup_path")
+    if not path.is_file():
+        raise BackupError(f"there is no backup at {path}", path)
+    manifest = _read_manifest(path)
+    digest, size = _sha256(path)
+    if size != manifest.size_bytes or digest != manifest.sha256:
+        raise BackupError(
+            f"{path} does not match its manifest (expected {manifest.size_bytes} bytes, "
+            f"sha256 {manifest.sha256[:12]}…; found {size} bytes, {digest[:12]}…): the file is "
+            "truncated or corrupted; use another backup",
+            path,
+        )
+    _check_database(path)
+    if manifest.schema_version > LATEST_VERSION:
+        raise BackupError(
+            f"{path} has schema version {manifest.schema_version}, newer than this Mnemosyne "
+            f"understands ({LATEST_VERSION}); upgrade Mnemosyne to restore it",
+            path,
+        )
+    return manifest
+
+
+def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManifest:
+    """Replace ``db_path`` with the verified backup; return the backup's manifest.
+
+    The backup is verified, then copied next to the target and verified again, all
+    before the target is touched. If a database already exists at ``db_path``, it is
+    first saved as ``<db>.pre-restore-<time>.bak`` (with its own manifest). A healthy
+    target is overwritten through SQLite's backup API in one transaction, so other
+    processes with the database open see either the old or the restored contents;
+    an unreadable target is moved aside with its ``-wal``/``-shm`` files and the
+    restored file is renamed into place.
+    """
+    backup, target = _as_path(backup_path, "backup_path"), _as_path(db_path, "db_path")
+    manifest = verify_backup(backup)
+    if target.is_dir():
+        raise InvalidInputError(f"db_path {target} is a directory; pass the database file path")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_name(f".{target.name}.restore-{os.getpid()}.tmp")
+    try:
+        shutil.copyfile(backup, staged)
+        fsync_file(staged)
+        if _sha256(staged)[0] != manifest.sha256:
+            raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
+        if _is_healthy_database(target):
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            create_backup(target, target.with_name(f"{target.name}.pre-restore-{stamp}.bak"))
+            _copy_into_live(staged, target, backup)
+        else:
+            _swap_file(staged, target)
+            _record_restore(target, backup)
+    finally:
+        staged.unlink(missing_ok=True)
+    return manifest
+
+
+def _copy_into_live(staged: Path, target: Path, backup: Path) -> None:
+    """Overwrite a healthy database in place, as one transaction other processes respect."""
+    source = sqlite3.connect(staged)
+    try:
+        store = SQLiteStore(target)
+        try:
+            source.backup(store.connection(), pages=-1)
+        finally:
+            store.close()
+    except sqlite3.Error as exc:
+        raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
+    finally:
+        source.close()
+    _record_restore(target, backup)
+
+
+def _swap_file(staged: Path, target: Path) -> None:
+    """Move an absent or unreadable target (and its -wal/-shm) aside, rename in the copy."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    if target.exists():
+        target.rename(target.with_name(f"{target.name}.unreadable-{stamp}"))
+    for suffix in ("-wal", "-shm", "-journal"):
+        # A leftover -wal would be replayed into the restored file: never keep it.
+        stale = target.with_name(target.name + suffix)
+        if stale.exists():
+            stale.rename(target.with_name(f"{target.name}.unreadable-{stamp}{suffix}"))
+    os.replace(staged, target)
+    fsync_dir(target.parent)
+
+
+def _record_restore(target: Path, backup: Path) -> None:
+    store = SQLiteStore(target)  # migrates a backup made by an older schema
+    try:
+        store.record_event("restore", {"backup": str(backup)})
+    finally:
+        store.close()
+
+
+def _describe(backup: Path, source: Path) -> BackupManifest:
+    digest, size = _sha256(backup)
+    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        counts = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+    finally:
+        conn.close()
+    return BackupManifest(
+        format=MANIFEST_FORMAT,
+        sha256=digest,
+        size_bytes=size,
+        schema_version=version,
+        memory_count=sum(counts.values()),
+        counts_by_status=counts,
+        created_at=from_timestamp(time.time()).isoformat(),
+        source_db=str(source.resolve()),
+        mnemosyne_version=__version__,
+    )
+
+
+def _write_manifest(backup: Path, manifest: BackupManifest) -> None:
+    path = manifest_path(backup)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
+    fsync_file(tmp)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def _read_manifest(backup: Path) -> BackupManifest:
+    path = manifest_path(backup)
+    if not path.is_file():
+        raise BackupError(
+            f"{backup} has no manifest ({path.name}); it is not a Mnemosyne backup, or the "
+            "manifest was not copied with it; keep both files together",
+            backup,
+        )
+    try:
+        return BackupManifest(**json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise BackupError(f"the manifest {path} is unreadable: {exc}", backup) from exc
+
+
+def _check_database(path: Path) -> None:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            result = conn.execute("PRAGMA integrity_check").fetchall()
+            conn.execute("SELECT count(*) FROM memories").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise BackupError(f"{path} is not a readable Mnemosyne database: {exc}", path) from exc
+    if result != [("ok",)]:
+        raise BackupError(f"{path} fails SQLite's integrity check: {result[:3]}", path)
+
+
+def _is_healthy_database(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        SQLiteStore(path).close()
+        return True
+    except MnemosyneError:
+        return False
+
+
+def _sha256(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _as_path(value: object, name: str) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise InvalidInputError(f"{name} must be a non-empty str or Path, got {value!r}")
+    return Path(value).expanduser()

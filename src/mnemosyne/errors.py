@@ -1,0 +1,129 @@
+"""Every error Mnemosyne raises, in one tree.
+
+    MnemosyneError
+    ├── InvalidInputError (also ValueError)      bad arguments; nothing was written
+    ├── MemoryNotFoundError (also LookupError)   no such memory visible from this session
+    ├── StorageError                             the database could not do what was asked
+    │   ├── DatabaseBusyError                    contention outlasted every retry
+    │   ├── NotADatabaseError                    the file is not a (healthy) Mnemosyne database
+    │   └── SchemaVersionError                   the database is newer than this code
+    ├── BackupError                              a backup could not be made, verified or restored
+    ├── EmbedderError                            the embedding model failed or does not match
+    │   └── EmbedderMismatchError                the database was built with another embedder
+    ├── MissingDependencyError (also ImportError) an optional extra is not installed
+    └── LeaseHeldError                           another process holds the sleep lease
+
+Each class has a stable ``code`` so the CLI and the MCP server can report errors
+without leaking stack traces. Driver errors are translated at the storage boundary
+with ``raise ... from exc`` so the original cause stays attached.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MnemosyneError(Exception):
+    """Root of every error raised by Mnemosyne."""
+
+    code = "mnemosyne_error"
+
+
+class InvalidInputError(MnemosyneError, ValueError):
+    """An argument was rejected before anything was written."""
+
+    code = "invalid_input"
+
+
+class MemoryNotFoundError(MnemosyneError, LookupError):
+    """No memory with this id is visible from the calling session."""
+
+    code = "not_found"
+
+    def __init__(self, memory_id: str, session_id: str | None = None) -> None:
+        self.memory_id = memory_id
+        self.session_id = session_id
+        where = f" from session {session_id!r}" if session_id is not None else ""
+        super().__init__(
+            f"no memory {memory_id!r} is visible{where}; session-scoped memories are "
+            "only visible from the session that stored them"
+        )
+
+
+class StorageError(MnemosyneError):
+    """The database failed; the cause is attached as ``__cause__``."""
+
+    code = "storage_error"
+
+    def __init__(self, message: str, path: str | Path | None = None) -> None:
+        self.path = None if path is None else str(path)
+        super().__init__(message)
+
+
+class DatabaseBusyError(StorageError):
+    """Another writer held the database for longer than every retry allowed."""
+
+    code = "database_busy"
+
+
+class NotADatabaseError(StorageError):
+    """The path holds something that is not a healthy Mnemosyne database."""
+
+    code = "not_a_database"
+
+
+class SchemaVersionError(StorageError):
+    """The database was written by a newer Mnemosyne than this one."""
+
+    code = "schema_version"
+
+    def __init__(self, path: str | Path, schema_version: int, supported: int) -> None:
+        self.schema_version = schema_version
+        self.supported = supported
+        super().__init__(
+            f"{path} has schema version {schema_version}, but this Mnemosyne only "
+            f"understands up to {supported}; upgrade Mnemosyne "
+            "(pip install -U mnemosyne-agent-memory) to open it",
+            path,
+        )
+
+
+class BackupError(MnemosyneError):
+    """A backup could not be created, verified or restored; nothing was replaced."""
+
+    code = "backup_error"
+
+    def __init__(self, message: str, path: str | Path | None = None) -> None:
+        self.path = None if path is None else str(path)
+        super().__init__(message)
+
+
+class EmbedderError(MnemosyneError):
+    """The embedding model could not produce vectors."""
+
+    code = "embedder_error"
+
+
+class EmbedderMismatchError(EmbedderError):
+    """The database's vectors were made by a different embedder than the one given."""
+
+    code = "embedder_mismatch"
+
+
+class MissingDependencyError(MnemosyneError, ImportError):
+    """An optional feature needs an extra that is not installed."""
+
+    code = "missing_dependency"
+
+    def __init__(self, feature: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{extra}' extra: "
+            f"pip install 'mnemosyne-agent-memory[{extra}]'"
+        )
+
+
+class LeaseHeldError(MnemosyneError):
+    """Another process is already consolidating this database."""
+
+    code = "lease_held"

@@ -1,0 +1,247 @@
+"""The ``mnemosyne`` command: a thin shell over the public API.
+
+Each command parses its arguments, calls one public method and prints the result,
+as a readable table or, with ``--json``, as JSON. Exit codes scripts can trust:
+0 ok, 1 not found, 2 bad input, 3 storage or backup failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    # Imported here so `mnemosyne --help` stays instant and works on a bare install.
+    from .. import InvalidInputError, MemoryNotFoundError, MnemosyneError
+
+    try:
+        result = args.run(args)
+    except MemoryNotFoundError as exc:
+        return _fail(args, exc, EXIT_NOT_FOUND)
+    except InvalidInputError as exc:
+        return _fail(args, exc, EXIT_BAD_INPUT)
+    except MnemosyneError as exc:
+        return _fail(args, exc, EXIT_FAILURE)
+    return int(result or EXIT_OK)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemosyne",
+        description="Durable memory for AI agents: remember, recall, back up and restore.",
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", help="database file (default: $MNEMOSYNE_DB or the user data folder)")
+    common.add_argument("--session", default="default", help="session id (default: %(default)s)")
+    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    def command(name: str, run: Callable[[argparse.Namespace], int | None], help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help_text, description=help_text)
+        sub.set_defaults(run=run)
+        return sub
+
+    sub = command("remember", _remember, "store a memory and print its id")
+    sub.add_argument("content", help="the text to remember")
+    sub.add_argument("--source", default="conversation", help="where it came from (default: %(default)s)")
+    sub.add_argument("--importance", type=float, default=0.5, help="0..1 (default: %(default)s)")
+    sub.add_argument("--scope", choices=("session", "global"), default="session")
+    sub.add_argument("--metadata", type=_json_object, help='JSON object, e.g. \'{"ticket": 42}\'')
+    sub.add_argument("--created-at", help="when it happened, ISO 8601 (default: now)")
+
+    sub = command("recall", _recall, "print the memories most relevant to a query")
+    sub.add_argument("query", help="what to look for, in plain words")
+    sub.add_argument("-k", "--top-k", type=int, default=10, help="how many results (default: %(default)s)")
+    sub.add_argument("--scope", choices=("session", "global"))
+    sub.add_argument("--source", action="append", help="only this source (repeatable)")
+    sub.add_argument("--since", help="only memories created at or after this ISO 8601 time")
+    sub.add_argument("--until", help="only memories created at or before this ISO 8601 time")
+    sub.add_argument("--include-consolidated", action="store_true", help="also search consolidated originals")
+
+    sub = command("get", _get, "print one memory by id")
+    sub.add_argument("id")
+
+    sub = command("update", _update, "change a memory's content, importance or metadata")
+    sub.add_argument("id")
+    sub.add_argument("--content")
+    sub.add_argument("--importance", type=float)
+    sub.add_argument("--metadata", type=_json_object)
+
+    sub = command("forget", _forget, "delete a memory from every index (an audit tombstone remains)")
+    sub.add_argument("id")
+
+    command("stats", _stats, "print counts, size, schema version and maintenance times")
+
+    sub = command("backup", _backup, "write a verified backup of the database")
+    sub.add_argument("backup_path")
+
+    sub = command("verify-backup", _verify_backup, "check a backup's checksum and integrity")
+    sub.add_argument("backup_path")
+
+    sub = command("restore", _restore, "replace the database with a verified backup (the old one is kept)")
+    sub.add_argument("backup_path")
+
+    sub = command("export", _export, "write every memory to a JSON Lines file")
+    sub.add_argument("path")
+
+    sub = command("import", _import, "add the memories of a JSON Lines export (no duplicates)")
+    sub.add_argument("path")
+    return parser
+
+
+# -- commands -------------------------------------------------------------------------
+
+
+def _remember(args: argparse.Namespace) -> None:
+    memory_id = _open(args).remember(
+        args.content, source=args.source, importance=args.importance, scope=args.scope,
+        metadata=args.metadata, created_at=args.created_at,
+    )
+    _emit(args, {"id": memory_id}, lambda: print(memory_id))
+
+
+def _recall(args: argparse.Namespace) -> None:
+    results = _open(args).recall(
+        args.query, args.top_k, scope=args.scope, source=args.source, since=args.since,
+        until=args.until, include_consolidated=args.include_consolidated,
+    )
+    _emit(args, [m.to_dict() for m in results], lambda: _print_memories(results))
+
+
+def _get(args: argparse.Namespace) -> None:
+    from .. import MemoryNotFoundError
+
+    memory = _open(args).get(args.id)
+    if memory is None:
+        raise MemoryNotFoundError(args.id, args.session)
+    _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
+
+
+def _update(args: argparse.Namespace) -> None:
+    memory = _open(args).update(args.id, content=args.content, importance=args.importance, metadata=args.metadata)
+    _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
+
+
+def _forget(args: argparse.Namespace) -> None:
+    _open(args).forget(args.id)
+    _emit(args, {"forgotten": args.id}, lambda: print(f"forgot {args.id}"))
+
+
+def _stats(args: argparse.Namespace) -> None:
+    stats = _open(args).get_stats().to_dict()
+    _emit(args, stats, lambda: _print_record(stats))
+
+
+def _backup(args: argparse.Namespace) -> None:
+    from ..dr.recovery import create_backup
+
+    manifest = create_backup(db_path=_db_path(args), backup_path=args.backup_path)
+    _emit(args, vars(manifest), lambda: print(f"backed up {manifest.memory_count} memories to {args.backup_path}"))
+
+
+def _verify_backup(args: argparse.Namespace) -> None:
+    from ..dr.recovery import verify_backup
+
+    manifest = verify_backup(args.backup_path)
+    _emit(args, vars(manifest), lambda: print(f"ok: {args.backup_path} holds {manifest.memory_count} memories"))
+
+
+def _restore(args: argparse.Namespace) -> None:
+    from ..dr.recovery import restore_backup
+
+    manifest = restore_backup(backup_path=args.backup_path, db_path=_db_path(args))
+    _emit(args, vars(manifest), lambda: print(f"restored {manifest.memory_count} memories from {args.backup_path}"))
+
+
+def _export(args: argparse.Namespace) -> None:
+    count = _open(args).export_jsonl(args.path)
+    _emit(args, {"exported": count, "path": args.path}, lambda: print(f"exported {count} memories to {args.path}"))
+
+
+def _import(args: argparse.Namespace) -> None:
+    added = _open(args).import_jsonl(args.path)
+    _emit(args, {"imported": added, "path": args.path}, lambda: print(f"imported {added} new memories from {args.path}"))
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def _open(args: argparse.Namespace) -> Any:
+    from .. import Mnemosyne
+
+    return Mnemosyne(session_id=args.session, db_path=args.db)
+
+
+def _db_path(args: argparse.Namespace) -> str:
+    from ..memory import default_db_path
+
+    return args.db or str(default_db_path())
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def _emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        human()
+
+
+def _fail(args: argparse.Namespace, exc: Exception, code: int) -> int:
+    if getattr(args, "json", False):
+        error = {"code": getattr(exc, "code", "error"), "message": str(exc)}
+        print(json.dumps({"error": error}), file=sys.stderr)
+    else:
+        print(f"mnemosyne: error: {exc}", file=sys.stderr)
+    return code
+
+
+def _print_memories(memories: Sequence[Any]) -> None:
+    if not memories:
+        print("no memories found")
+        return
+    rows = [
+        (f"{m.score:.3f}" if m.score is not None else "", m.created_at.strftime("%Y-%m-%d %H:%M"),
+         m.scope, m.source, m.id, m.content)
+        for m in memories
+    ]
+    _print_table(("score", "created", "scope", "source", "id", "content"), rows)
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    # Every column but the last is padded; content goes last so it is never cut.
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
+        print("  ".join([*cells, str(row[-1])]))
+
+
+def _print_record(record: dict[str, Any]) -> None:
+    width = max(len(key) for key in record)
+    for key, value in record.items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value, ensure_ascii=False)
+        print(f"{key.ljust(width)}  {value}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Storage backends behind one narrow contract (see ``base.py``)."""

@@ -1,0 +1,76 @@
+"""The storage contract: the few verbs every backend offers.
+
+Ranking, validation, visibility rules and consolidation live above this line and
+are written once; a backend only stores rows, keeps its indexes in step inside each
+transaction, and answers filtered queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..models import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A validated memory, ready to insert."""
+
+    id: str
+    session_id: str
+    scope: str
+    content: str
+    content_hash: str
+    source: str
+    importance: float
+    metadata: dict[str, Any]
+    created_at: float
+    recorded_at: float
+    valid_until: float | None = None
+    kind: str = "episodic"
+    status: str = "active"
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which memories a query may see. Applied before ranking and top-k."""
+
+    viewer_session: str
+    scope: str | None = None
+    sources: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    statuses: tuple[str, ...] = ("active",)
+    kinds: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    path: str
+
+    def insert(self, memories: Sequence[NewMemory], op: str = "remember") -> list[str]: ...
+
+    def get(self, memory_id: str, viewer_session: str) -> Memory | None: ...
+
+    def update(self, memory_id: str, viewer_session: str, changes: dict[str, Any]) -> Memory: ...
+
+    def delete(self, memory_id: str, viewer_session: str) -> None: ...
+
+    def search_text(self, query: str, filters: Filters, limit: int) -> list[tuple[Memory, float]]: ...
+
+    def iter_memories(self) -> Iterator[Memory]: ...
+
+    def import_memories(self, memories: Iterable[NewMemory]) -> int: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def counts(self) -> dict[str, dict[str, int]]: ...
+
+    def schema_version(self) -> int: ...
+
+    def close(self) -> None: ...

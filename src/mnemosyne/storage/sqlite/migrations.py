@@ -1,0 +1,100 @@
+"""Numbered schema migrations, applied automatically when a database is opened.
+
+Each migration runs in its own transaction and records its checksum, so an edited
+migration is detected instead of silently diverging. Migrations are append-only:
+never change a released one, add the next number. ``tests/fixtures/`` keeps a
+database made by every released schema, and a test opens each with today's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+_V1_INITIAL = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE memories (
+    seq              INTEGER PRIMARY KEY,  -- rowid; links the full-text index
+    id               TEXT NOT NULL UNIQUE,
+    session_id       TEXT NOT NULL,
+    scope            TEXT NOT NULL CHECK (scope IN ('session', 'global')),
+    kind             TEXT NOT NULL DEFAULT 'episodic'
+                     CHECK (kind IN ('episodic', 'summary', 'fact')),
+    status           TEXT NOT NULL DEFAULT 'active'
+                     CHECK (status IN ('active', 'consolidated', 'superseded', 'expired')),
+    content          TEXT NOT NULL,
+    content_hash     TEXT NOT NULL,
+    source           TEXT NOT NULL,
+    importance       REAL NOT NULL CHECK (importance BETWEEN 0 AND 1),
+    metadata         TEXT NOT NULL DEFAULT '{}',
+    created_at       REAL NOT NULL,
+    recorded_at      REAL NOT NULL,
+    updated_at       REAL NOT NULL,
+    valid_until      REAL,
+    access_count     INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at REAL,
+    idempotency_key  TEXT UNIQUE
+);
+CREATE INDEX memories_by_session_time ON memories (session_id, created_at);
+CREATE INDEX memories_by_status_scope ON memories (status, scope);
+CREATE INDEX memories_by_hash ON memories (content_hash);
+
+-- External-content FTS: the text lives once, in memories; triggers keep the index
+-- in the same transaction as the row.
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    content,
+    content = 'memories',
+    content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+END;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+END;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+END;
+
+-- Every change, in order. Holds ids and hashes, never content, so forget() really
+-- removes the text while the log still explains what happened.
+CREATE TABLE audit_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         REAL NOT NULL,
+    op         TEXT NOT NULL,
+    memory_id  TEXT,
+    session_id TEXT,
+    detail     TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_by_memory ON audit_log (memory_id);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log BEGIN
+    SELECT RAISE(ABORT, 'audit_log is append-only');
+END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN
+    SELECT RAISE(ABORT, 'audit_log is append-only');
+END;
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial", _V1_INITIAL),
+)
+
+LATEST_VERSION = MIGRATIONS[-1].version
