@@ -1,0 +1,1 @@
+"""Embedders turn text into vectors for semantic recall (see ``base.Embedder``)."""
