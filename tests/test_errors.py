@@ -1,0 +1,112 @@
+"""Bad input: a typed error that says what to do, and nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import InvalidInputError, MnemosyneError, Mnemosyne, NotADatabaseError, SchemaVersionError
+
+
+def fingerprint(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    with Mnemosyne(session_id="s", db_path=tmp_path / "m.db") as instance:
+        instance.remember("existing memory")
+        yield instance
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"content": ""}, "empty"),
+        ({"content": "   \n\t"}, "empty"),
+        ({"content": 42}, "must be a string"),
+        ({"content": None}, "must be a string"),
+        ({"content": "x", "importance": 1.5}, r"\[0, 1\]"),
+        ({"content": "x", "importance": -0.1}, r"\[0, 1\]"),
+        ({"content": "x", "importance": float("nan")}, r"\[0, 1\]"),
+        ({"content": "x", "importance": "high"}, "number"),
+        ({"content": "x", "scope": "team"}, "'session' or 'global'"),
+        ({"content": "x", "metadata": {"when": object()}}, "JSON"),
+        ({"content": "x", "metadata": {1: "int key"}}, "round-trip"),
+        ({"content": "x", "metadata": {"v": float("inf")}}, "JSON"),
+        ({"content": "x", "metadata": ["not", "a", "dict"]}, "dict"),
+        ({"content": "x", "source": ""}, "source"),
+        ({"content": "x", "created_at": "last tuesday"}, "ISO 8601"),
+    ],
+)
+def test_remember_rejects_bad_input_and_writes_nothing(mem: Mnemosyne, kwargs, message):
+    before = mem.get_stats().total
+    with pytest.raises(InvalidInputError, match=message) as info:
+        mem.remember(**kwargs)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, MnemosyneError)
+    assert mem.get_stats().total == before
+
+
+@pytest.mark.parametrize("top_k", [0, -3, 2.5, "10", True])
+def test_recall_rejects_bad_top_k(mem: Mnemosyne, top_k):
+    with pytest.raises(InvalidInputError, match="top_k"):
+        mem.recall("existing", top_k=top_k)
+
+
+@pytest.mark.parametrize("query", ["", "   ", None, 3])
+def test_recall_rejects_empty_or_non_text_queries(mem: Mnemosyne, query):
+    with pytest.raises(InvalidInputError, match="query"):
+        mem.recall(query)
+
+
+def test_recall_rejects_bad_filters(mem: Mnemosyne):
+    with pytest.raises(InvalidInputError, match="scope"):
+        mem.recall("existing", scope="everyone")
+    with pytest.raises(InvalidInputError, match="since is after until"):
+        mem.recall("existing", since="2026-02-01", until="2026-01-01")
+
+
+def test_update_rejects_bad_values_and_changes_nothing(mem: Mnemosyne):
+    memory_id = mem.remember("keep me", importance=0.3)
+    with pytest.raises(InvalidInputError):
+        mem.update(memory_id, content="  ")
+    with pytest.raises(InvalidInputError):
+        mem.update(memory_id, importance=7)
+    memory = mem.get(memory_id)
+    assert (memory.content, memory.importance) == ("keep me", 0.3)
+
+
+def test_db_path_that_is_a_directory(tmp_path: Path):
+    with pytest.raises(InvalidInputError, match="is a directory"):
+        Mnemosyne(db_path=tmp_path)
+
+
+def test_db_path_that_is_not_a_database(tmp_path: Path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my precious notes\n" * 100)
+    before = fingerprint(notes)
+    with pytest.raises(NotADatabaseError, match="not a SQLite database"):
+        Mnemosyne(db_path=notes)
+    assert fingerprint(notes) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_database_from_a_newer_mnemosyne_is_refused(tmp_path: Path):
+    import sqlite3
+
+    db = tmp_path / "future.db"
+    Mnemosyne(db_path=db).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 999")
+    with pytest.raises(SchemaVersionError, match="upgrade Mnemosyne") as info:
+        Mnemosyne(db_path=db)
+    assert info.value.schema_version == 999
+
+
+def test_closed_instance_refuses_work(tmp_path: Path):
+    mem = Mnemosyne(db_path=tmp_path / "m.db")
+    mem.close()
+    with pytest.raises(MnemosyneError, match="closed"):
+        mem.remember("too late")

@@ -1,0 +1,72 @@
+"""Databases written by every released schema open and upgrade with today's code."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import Mnemosyne, StorageError
+from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def v1_db(tmp_path: Path) -> Path:
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v1.db", db)
+    return db
+
+
+def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
+    with Mnemosyne(session_id="website-redesign", db_path=v1_db) as mem:
+        stats = mem.get_stats()
+        assert stats.schema_version == LATEST_VERSION
+        assert stats.total == 4
+        assert stats.by_session == {"website-redesign": 3, "weekly-reports": 1}
+        hero = mem.recall("hero section colour palette")[0]
+        assert hero.metadata == {"ticket": 42, "tags": ["design", "héro ✓"]}
+        assert hero.created_at == datetime(2026, 4, 1, 9, tzinfo=timezone.utc)
+        assert [m.content for m in mem.recall("design system", scope="global")] == [
+            "Website uses the company design system v3."]
+        # Still writable and searchable after the upgrade.
+        new_id = mem.remember("written after the upgrade")
+        assert [m.id for m in mem.recall("upgrade")] == [new_id]
+    with sqlite3.connect(v1_db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        ops = [op for (op,) in conn.execute("SELECT op FROM audit_log ORDER BY seq")]
+    assert ops.count("forget") == 1
+
+
+def test_upgrade_keeps_a_safety_backup(v1_db: Path):
+    if LATEST_VERSION == 1:
+        pytest.skip("no migration after schema 1 yet")
+    Mnemosyne(db_path=v1_db).close()
+    backups = list(v1_db.parent.glob("old.db.pre-v*.bak"))
+    assert len(backups) == 1
+    with sqlite3.connect(backups[0]) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+
+
+def test_edited_migration_is_detected(v1_db: Path):
+    Mnemosyne(db_path=v1_db).close()
+    with sqlite3.connect(v1_db) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = 'tampered' WHERE version = 1")
+    with pytest.raises(StorageError, match="differs"):
+        Mnemosyne(db_path=v1_db)
+
+
+def test_concurrent_openers_migrate_once(v1_db: Path):
+    import subprocess
+    import sys
+
+    code = "import sys\nfrom mnemosyne import Mnemosyne\nMnemosyne(db_path=sys.argv[1]).close()\n"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(v1_db)]) for _ in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    with sqlite3.connect(v1_db) as conn:
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == list(range(1, LATEST_VERSION + 1))

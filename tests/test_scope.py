@@ -1,0 +1,49 @@
+"""One rule everywhere: session-scoped memories belong to their session; global ones to all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import MemoryNotFoundError, Mnemosyne
+
+
+@pytest.fixture
+def agents(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    a, b = Mnemosyne(session_id="agent-a", db_path=db), Mnemosyne(session_id="agent-b", db_path=db)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_recall_sees_own_session_and_global(agents):
+    a, b = agents
+    a.remember("private plan for the migration", scope="session")
+    a.remember("shared plan for the migration", scope="global")
+    b.remember("b's own plan for the migration")
+    assert sorted(r.content for r in a.recall("plan migration")) == [
+        "private plan for the migration", "shared plan for the migration"]
+    assert sorted(r.content for r in b.recall("plan migration")) == [
+        "b's own plan for the migration", "shared plan for the migration"]
+    assert [r.content for r in b.recall("plan migration", scope="global")] == ["shared plan for the migration"]
+    assert [r.content for r in b.recall("plan migration", scope="session")] == ["b's own plan for the migration"]
+
+
+def test_get_update_forget_obey_the_same_rule(agents):
+    a, b = agents
+    private = a.remember("a's private note")
+    shared = a.remember("a shared fact", scope="global")
+    assert b.get(private) is None
+    with pytest.raises(MemoryNotFoundError):
+        b.update(private, content="tampered")
+    with pytest.raises(MemoryNotFoundError):
+        b.forget(private)
+    assert a.get(private).content == "a's private note"
+
+    assert b.get(shared).content == "a shared fact"
+    b.update(shared, importance=0.9)
+    assert a.get(shared).importance == 0.9
+    b.forget(shared)
+    assert a.get(shared) is None
