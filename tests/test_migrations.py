@@ -35,7 +35,7 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
             "Website uses the company design system v3."]
         # Still writable and searchable after the upgrade.
         new_id = mem.remember("written after the upgrade")
-        assert [m.id for m in mem.recall("upgrade")] == [new_id]
+        assert mem.recall("upgrade")[0].id == new_id
     with sqlite3.connect(v1_db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         ops = [op for (op,) in conn.execute("SELECT op FROM audit_log ORDER BY seq")]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import transfer
-from .core import lexical
+from . import embedding, retrieval, transfer
+from ._backfill import Backfill, embed_all
 from .core.fingerprint import content_hash
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
@@ -23,6 +23,7 @@ from .core.validation import (
     check_scope,
     check_top_k,
 )
+from .embedders.base import Embedder
 from .errors import InvalidInputError
 from .models import Memory, Stats
 from .storage.base import Filters, NewMemory
@@ -56,10 +57,23 @@ class Mnemosyne:
     created. Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, session_id: str = "default", db_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str = "default",
+        db_path: str | Path | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+    ) -> None:
         self.session_id = check_label(session_id, "session_id")
         self._store = SQLiteStore(default_db_path() if db_path is None else db_path)
         self.db_path = Path(self._store.path)
+        try:
+            self._embedder = embedding.choose(embedder, self._store.recorded_embedder())
+        except BaseException:
+            self._store.close()
+            raise
+        self._backfill = Backfill(self._store, self._embedder)
+        self._backfill.start()
 
     # -- writing --------------------------------------------------------------------
 
@@ -86,7 +100,7 @@ class Mnemosyne:
             content=content, source=source, importance=importance, scope=scope,
             metadata=metadata, created_at=created_at, valid_until=valid_until,
         )
-        return self._store.insert([memory])[0]
+        return self._insert([memory])[0]
 
     def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories in one transaction; return their ids in order.
@@ -114,7 +128,7 @@ class Mnemosyne:
                 prepared.append(self._prepare(**fields))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"item {index}: {exc}") from exc
-        return self._store.insert(prepared) if prepared else []
+        return self._insert(prepared) if prepared else []
 
     def update(
         self,
@@ -128,6 +142,7 @@ class Mnemosyne:
         Raises :class:`MemoryNotFoundError` if no such memory is visible here.
         """
         changes: dict[str, Any] = {}
+        vector = None
         if content is not None:
             changes["content"] = check_content(content)
             changes["content_hash"] = content_hash(content)
@@ -135,7 +150,11 @@ class Mnemosyne:
             changes["importance"] = check_importance(importance)
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
-        return self._store.update(check_label(memory_id, "memory_id"), self.session_id, changes)
+        memory_id = check_label(memory_id, "memory_id")
+        if content is not None:
+            vectors = self._embedder.embed([content])
+            vector = None if vectors is None else vectors[0]
+        return self._store.update(memory_id, self.session_id, changes, vector, self._embedder.signature)
 
     def forget(self, memory_id: str) -> None:
         """Delete a memory from every index, leaving only a tombstone in the audit log.
@@ -156,12 +175,19 @@ class Mnemosyne:
         since: TimeLike | None = None,
         until: TimeLike | None = None,
         include_consolidated: bool = False,
+        now: TimeLike | None = None,
+        explain: bool = False,
     ) -> list[Memory]:
         """The memories most relevant to ``query``, best first, each with a ``score``.
 
-        Filters (``scope``, ``source``, ``since``/``until`` on ``created_at``) are
-        applied before ranking, so ``top_k`` results are always filtered ones.
-        Any text is a safe query: quotes, operators and SQL are just words.
+        Hybrid: words (BM25 over each memory and over its episode context) and
+        meaning (embedding similarity, when an embedder is available) are fused,
+        then nudged by importance, recency, past use, and a time the query names
+        ("yesterday", "last week", "in May", relative to ``now``, default the
+        current time). Filters (``scope``, ``source``, ``since``/``until`` on
+        ``created_at``) apply before ranking, so ``top_k`` results are always
+        filtered ones. ``explain=True`` fills each result's ``explanation`` with
+        every component of its score. Any text is a safe query.
 
         >>> for item in mem.recall("design progress and next steps", top_k=10):
         ...     print(item)
@@ -169,11 +195,11 @@ class Mnemosyne:
         check_query(query)
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
-        expression = lexical.fts_query(query)
-        if expression is None:
-            return []
-        hits = self._store.search_text(expression, filters, top_k)
-        return [dataclasses.replace(memory, score=score) for memory, score in hits]
+        now_ts = optional_timestamp(now, "now")
+        return retrieval.search(
+            self._store, self._embedder, query, filters, top_k,
+            now=time.time() if now_ts is None else now_ts, explain=explain,
+        )
 
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id if it is visible from this session, else None."""
@@ -193,7 +219,7 @@ class Mnemosyne:
             db_path=str(self.db_path),
             db_size_bytes=self._store.size_bytes(),
             schema_version=self._store.schema_version(),
-            embedder=None,
+            embedder=self._embedder.description,
             last_backup_at=None if last_backup is None else from_timestamp(float(last_backup)),
             last_sleep_at=None if last_sleep is None else from_timestamp(float(last_sleep)),
         )
@@ -214,12 +240,46 @@ class Mnemosyne:
         The whole file is validated first and imported in one transaction, so a bad
         line imports nothing. Importing the same file again adds nothing.
         """
-        return self._store.import_memories(transfer.read_jsonl(Path(path)))
+        added = self._store.import_memories(transfer.read_jsonl(Path(path)))
+        self.backfill_vectors()
+        return added
+
+    # -- embeddings -----------------------------------------------------------------
+
+    def backfill_vectors(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed memories stored without a vector (the embedder was down); return how many.
+
+        Runs by itself in the background after open; call it to wait for it.
+        """
+        return self._backfill.run(progress)
+
+    def reembed(
+        self, embedder: str | Embedder, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Switch this database to another embedder, re-embedding every memory.
+
+        Vectors are computed first, without holding the write lock, then swapped in
+        one transaction: recall never sees a mix of two models. Returns the count.
+
+        >>> mem.reembed("sentence-transformers:all-mpnet-base-v2")
+        """
+        slot = embedding.choose(embedder, None)
+        if slot.embedder is None:
+            raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
+        self._backfill.stop()
+        pairs = embed_all(self._store, slot, progress)
+        assert slot.signature is not None
+        self._store.replace_embedder(slot.signature, pairs)
+        self._embedder = slot
+        self._backfill = Backfill(self._store, slot)
+        self.backfill_vectors()  # memories written while we were embedding
+        return len(pairs)
 
     # -- lifecycle ------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the database connections. The instance can't be used afterwards."""
+        self._backfill.stop()
         self._store.close()
 
     def __enter__(self) -> Mnemosyne:
@@ -237,6 +297,13 @@ class Mnemosyne:
         return f"Mnemosyne(session_id={self.session_id!r}, db_path={str(self.db_path)!r})"
 
     # -- internals ------------------------------------------------------------------
+
+    def _insert(self, memories: list[NewMemory]) -> list[str]:
+        # Embed before taking the write lock: a slow model never blocks other writers.
+        vectors = self._embedder.embed([m.content for m in memories])
+        return self._store.insert(
+            memories, None if vectors is None else list(vectors), self._embedder.signature
+        )
 
     def _prepare(
         self,

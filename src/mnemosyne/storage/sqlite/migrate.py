@@ -60,6 +60,8 @@ def _apply(db: Database, migration: Migration) -> None:
         conn.execute(_BOOKKEEPING)
         for statement in split_statements(migration.sql):
             conn.execute(statement)
+        if migration.after is not None:
+            migration.after(conn)
         conn.execute(
             "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
             (migration.version, migration.name, migration.checksum, time.time()),

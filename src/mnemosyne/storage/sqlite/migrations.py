@@ -9,6 +9,8 @@ database made by every released schema, and a test opens each with today's code.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -17,6 +19,8 @@ class Migration:
     version: int
     name: str
     sql: str
+    # A data step run in the same transaction, after the SQL (e.g. filling a new index).
+    after: Callable[[sqlite3.Connection], None] | None = None
 
     @property
     def checksum(self) -> str:
@@ -93,8 +97,61 @@ CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN
 END;
 """
 
+_V2_SEMANTIC_RECALL = """
+-- One vector per memory (float16, dimension recorded in meta 'embedder'), written in
+-- the same transaction as the row when the embedder is available, backfilled later
+-- when it is not.
+CREATE TABLE memory_vectors (
+    seq    INTEGER PRIMARY KEY,  -- memories.seq
+    vector BLOB NOT NULL
+);
+CREATE TRIGGER memory_vectors_follow_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_vectors WHERE seq = old.seq;
+END;
+
+-- Each event indexed with its neighbours (see core/context.py). A separate table, so
+-- BM25 normalises its length apart from the memory's own text.
+CREATE VIRTUAL TABLE memories_context_fts USING fts5(
+    context,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_context_follow_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memories_context_fts WHERE rowid = old.seq;
+END;
+
+-- Processes keep an in-memory vector index. Appends are picked up by seq; anything
+-- else that invalidates it (a delete, a changed filter column, a vector written for
+-- an older memory) bumps this epoch so every process reloads.
+INSERT INTO meta (key, value) VALUES ('index_epoch', '0');
+CREATE TRIGGER index_epoch_on_delete AFTER DELETE ON memories BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at
+ON memories BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+CREATE TRIGGER index_epoch_on_vector_update AFTER UPDATE ON memory_vectors BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+CREATE TRIGGER index_epoch_on_vector_delete AFTER DELETE ON memory_vectors BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+CREATE TRIGGER index_epoch_on_late_vector AFTER INSERT ON memory_vectors
+WHEN new.seq < (SELECT coalesce(max(seq), 0) FROM memory_vectors WHERE seq <> new.seq) BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+"""
+
+
+def _index_existing_contexts(conn: sqlite3.Connection) -> None:
+    from .context_index import refresh_all_contexts
+
+    refresh_all_contexts(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
+    Migration(2, "semantic recall", _V2_SEMANTIC_RECALL, after=_index_existing_contexts),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -9,12 +9,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...core.timeutil import from_timestamp
+from ...core.signature import same_embedder
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory
 from .connection import Database
+from .context_index import refresh_contexts
 from .migrate import migrate, schema_version
+from .vector_index import VectorIndex, encode_vector
 
 _COLUMNS = (
     "id, session_id, scope, kind, status, content, content_hash, source, importance, "
@@ -30,6 +35,9 @@ class SQLiteStore:
         self.path = str(path)
         db_path = prepare_path(path)
         self._db = Database(db_path)
+        self._index: VectorIndex | None = None
+        self._frequencies: dict[str, int] = {}
+        self._frequencies_total = 0
         try:
             with self._db.read() as conn:
                 # The first real read tells a foreign file from a database.
@@ -43,26 +51,48 @@ class SQLiteStore:
 
     # -- writes ---------------------------------------------------------------------
 
-    def insert(self, memories: Sequence[NewMemory], op: str = "remember") -> list[str]:
-        """Insert memories and their audit records in one transaction.
+    def insert(
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Sequence[np.ndarray | None] | None = None,
+        embedder: dict[str, Any] | None = None,
+        op: str = "remember",
+    ) -> list[str]:
+        """Insert memories, their index entries, vectors and audit records in one transaction.
 
-        A memory whose idempotency key is already stored is not inserted again; the
-        stored memory's id is returned in its place.
+        ``vectors[i]`` (optional) belongs to ``memories[i]``; they are written only if
+        ``embedder`` is the embedder recorded for this database (recording it on the
+        first write), so vectors of two models never mix. A memory whose idempotency
+        key is already stored is not inserted again; the stored id is returned instead.
         """
         ids: list[str] = []
         with self._db.write(op) as conn:
-            for memory in memories:
-                ids.append(self._insert_one(conn, memory, op))
+            keep_vectors = vectors is not None and self._claim_embedder(conn, embedder)
+            touched: dict[str, list[tuple[float, int]]] = {}
+            for index, memory in enumerate(memories):
+                memory_id, seq = self._insert_one(conn, memory, op)
+                ids.append(memory_id)
+                if seq is None:
+                    continue
+                touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
+                vector = vectors[index] if keep_vectors and vectors is not None else None
+                if vector is not None:
+                    conn.execute(
+                        "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (seq, encode_vector(vector))
+                    )
+            for session_id, positions in touched.items():
+                refresh_contexts(conn, session_id, positions)
         return ids
 
-    def _insert_one(self, conn: sqlite3.Connection, memory: NewMemory, op: str) -> str:
+    def _insert_one(self, conn: sqlite3.Connection, memory: NewMemory, op: str) -> tuple[str, int | None]:
+        """Insert one row; return its id and seq (seq None if it was already stored)."""
         if memory.idempotency_key is not None:
             row = conn.execute(
                 "SELECT id FROM memories WHERE idempotency_key = ?", (memory.idempotency_key,)
             ).fetchone()
             if row is not None:
-                return str(row[0])
-        conn.execute(
+                return str(row[0]), None
+        cursor = conn.execute(
             f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (
                 memory.id, memory.session_id, memory.scope, memory.kind, memory.status,
@@ -72,10 +102,31 @@ class SQLiteStore:
             ),
         )
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
-        return memory.id
+        return memory.id, cursor.lastrowid
 
-    def update(self, memory_id: str, viewer_session: str, changes: dict[str, Any]) -> Memory:
-        """Apply column changes to a visible memory; audit which fields changed."""
+    def _claim_embedder(self, conn: sqlite3.Connection, embedder: dict[str, Any] | None) -> bool:
+        """Record ``embedder`` on the first write; afterwards, whether it is the recorded one."""
+        if embedder is None:
+            return False
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', ?)", (dump_json(embedder),))
+            return True
+        return same_embedder(json.loads(row[0]), embedder)
+
+    def update(
+        self,
+        memory_id: str,
+        viewer_session: str,
+        changes: dict[str, Any],
+        vector: np.ndarray | None = None,
+        embedder: dict[str, Any] | None = None,
+    ) -> Memory:
+        """Apply column changes to a visible memory; audit which fields changed.
+
+        New content replaces the memory's vector with ``vector`` (or drops it, to be
+        backfilled, when there is none) and refreshes its neighbours' context.
+        """
         allowed = {"content", "content_hash", "importance", "metadata", "status", "scope", "valid_until"}
         unknown = set(changes) - allowed
         if unknown:
@@ -90,6 +141,13 @@ class SQLiteStore:
                     (*values.values(), time.time(), memory_id),
                 )
                 audit(conn, "update", memory_id, row["session_id"], {"fields": sorted(values)})
+            if "content" in values:
+                conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (row["seq"],))
+                if vector is not None and self._claim_embedder(conn, embedder):
+                    conn.execute(
+                        "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (row["seq"], encode_vector(vector))
+                    )
+                refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
             updated = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
@@ -100,17 +158,24 @@ class SQLiteStore:
         with self._db.write("forget a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            # Neighbours' windows held this text: rewrite them so it is gone everywhere.
+            refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
             audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
 
     def import_memories(self, memories: Iterable[NewMemory]) -> int:
         """Insert memories whose id is not stored yet; return how many were added."""
         added = 0
+        touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
             for memory in memories:
                 exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
                 if exists is None:
-                    self._insert_one(conn, memory, "import")
-                    added += 1
+                    _, seq = self._insert_one(conn, memory, "import")
+                    if seq is not None:
+                        touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
+                        added += 1
+            for session_id, positions in touched.items():
+                refresh_contexts(conn, session_id, positions)
         return added
 
     def record_event(self, op: str, detail: dict[str, Any]) -> None:
@@ -136,22 +201,122 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else row_to_memory(row)
 
-    def search_text(self, query: str, filters: Filters, limit: int) -> list[tuple[Memory, float]]:
-        """BM25 over the full-text index, filters applied before the limit.
+    def search_text(self, expression: str, filters: Filters, limit: int) -> dict[str, list[tuple[int, float]]]:
+        """BM25 hits per indexed field: ``{"content": [(seq, score)...], "context": [...]}``.
 
-        ``query`` must already be a safe FTS5 expression (see ``core.lexical``).
-        Scores are positive; higher is better.
+        ``expression`` must already be a safe FTS5 query (see ``core.lexical``). Each
+        field is its own FTS table, so each has its own length normalisation; filters
+        apply before the limit. Scores are positive; higher is better.
         """
         where, params = filter_sql(filters, alias="m")
-        sql = (
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))}, "
-            "-bm25(memories_fts) AS score "
-            "FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
-        )
+        hits: dict[str, list[tuple[int, float]]] = {}
         with self._db.read() as conn:
-            rows = conn.execute(sql, (query, *params, limit)).fetchall()
-        return [(row_to_memory(row), float(row["score"])) for row in rows]
+            for field, table in (("content", "memories_fts"), ("context", "memories_context_fts")):
+                rows = conn.execute(
+                    f"SELECT m.seq, -bm25({table}) AS score FROM {table} "
+                    f"JOIN memories AS m ON m.seq = {table}.rowid "
+                    f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
+                    (expression, *params, limit),
+                ).fetchall()
+                hits[field] = [(int(seq), float(score)) for seq, score in rows]
+        return hits
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many memories contain each term (cached while the corpus grows < 10%),
+        and how many memories there are."""
+        with self._db.read() as conn:
+            total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+            if abs(total - self._frequencies_total) > 0.1 * max(total, 1):
+                self._frequencies, self._frequencies_total = {}, total
+            for term in terms:
+                if term not in self._frequencies:
+                    self._frequencies[term] = int(conn.execute(
+                        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)
+                    ).fetchone()[0])
+        return {t: self._frequencies[t] for t in terms}, total
+
+    def search_vectors(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first."""
+        if self._index is None or self._index.dimension != len(query):
+            self._index = VectorIndex(len(query))
+        with self._db.read() as conn:
+            self._index.sync(conn)
+        return self._index.search(query, filters, limit)
+
+    def memories_by_seq(self, seqs: Iterable[int]) -> dict[int, Memory]:
+        wanted = list(dict.fromkeys(seqs))
+        found: dict[int, Memory] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(
+                    f"SELECT seq, {_COLUMNS} FROM memories WHERE seq IN ({', '.join('?' * len(chunk))})", chunk
+                ).fetchall()
+                found.update((row["seq"], row_to_memory(row)) for row in rows)
+        return found
+
+    # -- vectors ----------------------------------------------------------------------
+
+    def recorded_embedder(self) -> dict[str, Any] | None:
+        value = self.get_meta("embedder")
+        return None if value is None else dict(json.loads(value))
+
+    def missing_vectors(self, limit: int) -> list[tuple[int, str]]:
+        """``(seq, content)`` of memories that have no vector yet, oldest first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT m.seq, m.content FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
+                "WHERE v.seq IS NULL ORDER BY m.seq LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [(int(seq), str(content)) for seq, content in rows]
+
+    def count_missing_vectors(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute(
+                "SELECT count(*) FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
+                "WHERE v.seq IS NULL"
+            ).fetchone()[0])
+
+    def count_memories(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def contents_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
+        """``(seq, content)`` of the next ``limit`` memories after ``seq``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+            ).fetchall()
+        return [(int(s), str(c)) for s, c in rows]
+
+    def add_vectors(self, pairs: Sequence[tuple[int, np.ndarray]], embedder: dict[str, Any]) -> int:
+        """Store vectors for memories that still lack one; return how many were stored."""
+        with self._db.write("store vectors") as conn:
+            if not self._claim_embedder(conn, embedder):
+                return 0
+            cursor = conn.executemany(
+                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM memories WHERE seq = ?) ON CONFLICT (seq) DO NOTHING",
+                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
+            )
+            return max(cursor.rowcount, 0)
+
+    def replace_embedder(self, embedder: dict[str, Any], pairs: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Switch the database to another embedder: drop every vector, store the new ones."""
+        with self._db.write("switch embedder") as conn:
+            conn.execute("DELETE FROM memory_vectors")
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('embedder', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (dump_json(embedder),),
+            )
+            conn.executemany(
+                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM memories WHERE seq = ?)",
+                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
+            )
+            audit(conn, "reembed", None, None, {"embedder": embedder, "vectors": len(pairs)})
 
     def iter_memories(self) -> Iterator[Memory]:
         """Every stored memory, in id (creation) order, read in pages."""
@@ -204,7 +369,7 @@ class SQLiteStore:
 
     def _visible_row(self, conn: sqlite3.Connection, memory_id: str, viewer_session: str) -> sqlite3.Row:
         row = conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE id = ? AND (scope = 'global' OR session_id = ?)",
+            f"SELECT seq, {_COLUMNS} FROM memories WHERE id = ? AND (scope = 'global' OR session_id = ?)",
             (memory_id, viewer_session),
         ).fetchone()
         if row is None:

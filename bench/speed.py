@@ -1,0 +1,159 @@
+"""Recall latency and ingest rate on synthetic, reproducible corpora.
+
+    python bench/speed.py                  # 10k and 100k memories
+    python bench/speed.py --sizes 10000    # a quicker run
+
+The corpus draws words from a Zipf-distributed vocabulary (like real text: a few
+very common words, a long tail), 8-24 words a memory, across 20 sessions; queries
+are 3-6 words drawn the same way, minus the 100 most common ones (as a stopword list
+would remove them). Retrieval-only timings use a deterministic
+384-dimensional test embedder for the vectors, so they measure the index and
+fusion, not the model. End-to-end timings embed the query with the bundled local
+model. Set MNEMOSYNE_THREADS to change the model's thread count (default 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mnemosyne import Mnemosyne
+from mnemosyne.embedders.base import normalise_rows
+
+VOCABULARY = 20_000
+STOPWORDS = 100  # the most common ranks stand for stopwords
+
+
+class RandomProjectionEmbedder:
+    """Deterministic 384-dim vectors from a text's words: cheap to make at 100k."""
+
+    name, model, dimension = "bench-random", "zipf-v1-384", 384
+
+    def __init__(self) -> None:
+        self._words = np.random.default_rng(0).standard_normal((VOCABULARY, self.dimension)).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [self._words[[int(w[1:]) for w in text.split()]].sum(axis=0) for text in texts]
+        return normalise_rows(np.array(rows).reshape(len(texts), self.dimension))
+
+
+def make_corpus(size: int, seed: int = 1) -> tuple[list[dict], list[str]]:
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, VOCABULARY + 1)
+    weights = 1.0 / ranks
+    weights /= weights.sum()
+    lengths = rng.integers(8, 25, size)
+    words = rng.choice(VOCABULARY, size=int(lengths.sum()), p=weights)
+    items, start = [], 0
+    base = 1_700_000_000.0
+    for index, length in enumerate(lengths):
+        text = " ".join(f"w{w}" for w in words[start : start + length])
+        start += length
+        items.append({"content": text, "created_at": base + index * 30.0, "scope": "global",
+                      "source": f"agent-{index % 20}"})
+    # Real queries lose their most common words to the stopword list; so do these.
+    content_weights = weights.copy()
+    content_weights[:STOPWORDS] = 0
+    content_weights /= content_weights.sum()
+    queries = [" ".join(f"w{w}" for w in rng.choice(VOCABULARY, size=rng.integers(3, 7), p=content_weights))
+               for _ in range(300)]
+    return items, queries
+
+
+def timed(fn: Callable[[], object], repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def pct(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100)[q - 1]
+
+
+def ingest(db: Path, items: list[dict], embedder: object, batch: int = 1000) -> float:
+    mem = Mnemosyne(session_id="bench", db_path=db, embedder=embedder)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    for offset in range(0, len(items), batch):
+        mem.remember_many(items[offset : offset + batch])
+    rate = len(items) / (time.perf_counter() - start)
+    mem.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--model-ingest", type=int, default=2_000, help="memories to ingest with the local model")
+    args = parser.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            items, queries = make_corpus(size)
+            queries = queries[: args.queries]
+            lexical_rate = ingest(Path(tmp) / f"lex-{size}.db", items, "none")
+            db = Path(tmp) / f"vec-{size}.db"
+            vector_rate = ingest(db, items, RandomProjectionEmbedder())
+            mem = Mnemosyne(session_id="bench", db_path=db, embedder=RandomProjectionEmbedder())
+            mem.recall(queries[0])  # loads the vector index once, as a long-running agent would
+            it = iter(queries * 2)
+            retrieval = timed(lambda: mem.recall(next(it), top_k=10), len(queries))
+            mem.close()
+            rows.append((f"{size:,}", "retrieval only (lexical + vectors, fused)", retrieval, lexical_rate, vector_rate))
+
+        local = _local_model()
+        if local is not None:
+            items, queries = make_corpus(args.model_ingest, seed=2)
+            texts = [" ".join(random.Random(i).sample(_ENGLISH, 12)) for i in range(len(items))]
+            for item, text in zip(items, texts):
+                item["content"] = text
+            db = Path(tmp) / "local.db"
+            model_rate = ingest(db, items, local)
+            mem = Mnemosyne(session_id="bench", db_path=db, embedder=local)
+            mem.recall("warm up")
+            english_queries = [" ".join(random.Random(-i).sample(_ENGLISH, 4)) for i in range(args.queries)]
+            it = iter(english_queries)
+            end_to_end = timed(lambda: mem.recall(next(it), top_k=10), len(english_queries))
+            mem.close()
+
+    print("| memories | recall | p50 | p95 | ingest, lexical only | ingest, with vectors |")
+    print("|---|---|---|---|---|---|")
+    for size, label, samples, lexical_rate, vector_rate in rows:
+        print(f"| {size} | {label} | {pct(samples, 50):.1f} ms | {pct(samples, 95):.1f} ms | "
+              f"{lexical_rate:,.0f}/s | {vector_rate:,.0f}/s (test embedder) |")
+    if local is not None:
+        print(f"| {args.model_ingest:,} | end to end (query embedded by the local model) | "
+              f"{pct(end_to_end, 50):.1f} ms | {pct(end_to_end, 95):.1f} ms | | "
+              f"{model_rate:,.0f}/s (local model, batches of 1000) |")
+
+
+def _local_model() -> object | None:
+    try:
+        from mnemosyne.embedders.registry import from_spec
+
+        return from_spec("local")
+    except ImportError:
+        print("(the local model is not installed: pip install 'mnemosyne-agent-memory[local]')")
+        return None
+
+
+_ENGLISH = """agent deploy database backup schedule customer invoice meeting design font palette
+release review budget latency server outage migration ticket sprint roadmap feedback report
+summary decision contract vendor pricing launch beta users onboarding support incident fix bug
+feature request team lead manager engineer designer tester office remote travel conference
+demo prototype metrics dashboard alert threshold memory cache index query search ranking
+model training data pipeline export import storage cloud region cost latency throughput""".split()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Hybrid ranking: fuse per-field lexical scores with semantic similarity, then adjust.
+
+Weighted fusion of normalised scores, not reciprocal rank fusion: measured on
+LoCoMo, RRF (k=60) fell below BM25 alone, because it throws away how far ahead the
+best lexical hit is. Each signal is divided by its best value for this query, so
+weights mean the same thing whatever the corpus size. Importance, recency, a match
+with a time the query mentions, and past use then nudge the fused relevance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    content: float = 0.5          # BM25 of the memory's own text
+    context: float = 0.6          # BM25 of its episode window (neighbours included)
+    source: float = 0.5           # the query names the memory's source (a speaker, a tool)
+    dense: float = 0.5            # cosine similarity of the embeddings
+    dense_floor: float = 0.3      # below this cosine, meaning alone does not make a result
+    episode_match: float = 0.2    # how much of the query the event's whole episode matches
+    episode: float = 0.3          # share of the best score among events of the same episode
+    episode_gap_s: float = 3600.0 # events further apart than this are different episodes
+    importance: float = 0.2       # multiplier span for importance 0..1
+    recency: float = 0.05         # bonus for fresh memories, halving every half-life
+    recency_half_life_days: float = 30.0
+    time_match: float = 0.5       # bonus when created in the span the query names
+    access: float = 0.02          # per log-unit of past recalls
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What ranking needs to know about a memory besides its match scores."""
+
+    importance: float
+    created_at: float
+    access_count: int = 0
+    session_id: str = ""
+    source_match: float = 0.0     # 1.0 when the query names this memory's source
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    key: int
+    score: float
+    components: dict[str, float]
+
+
+def normalise(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Scores divided by the best one (all in 0..1); empty or non-positive → empty."""
+    best = max((score for _, score in hits), default=0.0)
+    if best <= 0:
+        return {}
+    return {key: max(score, 0.0) / best for key, score in hits}
+
+
+def fuse(
+    lexical: Mapping[str, Sequence[tuple[int, float]]],
+    dense: Sequence[tuple[int, float]],
+    candidates: Mapping[int, Candidate],
+    now: float,
+    window: tuple[float, float] | None = None,
+    weights: Weights = Weights(),
+) -> list[Ranked]:
+    """Rank every candidate, best first. Keys missing from ``candidates`` are skipped."""
+    signals = {field: normalise(hits) for field, hits in lexical.items()}
+    signals["dense"] = normalise([(key, max(score, 0.0)) for key, score in dense])
+    # Nearest neighbours always exist; a memory found by meaning alone must be close.
+    meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
+        key for hits in lexical.values() for key, _ in hits
+    }
+    signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
+    parts = {
+        key: {field: values.get(key, 0.0) for field, values in signals.items()} for key in candidates
+    }
+    # An answer often sits in the same episode as the turn that matches best ("what
+    # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
+    # evidence the whole episode holds, and (below) the episode's best score.
+    lexical_evidence = {key: p.get("content", 0.0) + p.get("context", 0.0) for key, p in parts.items()}
+    episode_evidence = _per_episode(candidates, lexical_evidence, weights.episode_gap_s, sum)
+    most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
+    for key, p in parts.items():
+        p["episode_match"] = episode_evidence[key] / most_evidence
+    relevance = {key: sum(getattr(weights, f) * v for f, v in p.items()) for key, p in parts.items()}
+    best_overall = max(relevance.values(), default=0.0)
+    episode_best = _per_episode(candidates, relevance, weights.episode_gap_s, max)
+    ranked = []
+    for key, candidate in candidates.items():
+        if relevance[key] <= 0 or key in meaning_only:
+            continue
+        episode = weights.episode * episode_best[key] / best_overall
+        base = relevance[key] + episode
+        age_days = max(0.0, now - candidate.created_at) / DAY
+        factors = {
+            "importance": 1 + weights.importance * (candidate.importance - 0.5),
+            "recency": 1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
+            "time_match": 1 + weights.time_match * _in_window(candidate.created_at, window),
+            "access": 1 + weights.access * math.log1p(candidate.access_count),
+        }
+        score = base * math.prod(factors.values())
+        components = {**parts[key], "relevance": relevance[key], "episode": episode, **factors, "score": score}
+        ranked.append(Ranked(key, score, components))
+    ranked.sort(key=lambda r: (-r.score, r.key))
+    return ranked
+
+
+def _per_episode(
+    candidates: Mapping[int, Candidate],
+    values: Mapping[int, float],
+    gap: float,
+    combine: Callable[[Iterable[float]], float],
+) -> dict[int, float]:
+    """For each candidate, ``combine`` of ``values`` over the candidates of its episode
+    (same session, no time gap larger than ``gap`` between consecutive ones)."""
+    by_session: dict[str, list[int]] = {}
+    for key, candidate in candidates.items():
+        by_session.setdefault(candidate.session_id, []).append(key)
+    result: dict[int, float] = {}
+    for keys in by_session.values():
+        keys.sort(key=lambda k: candidates[k].created_at)
+        episode: list[int] = []
+        for key in keys + [None]:  # type: ignore[list-item]
+            if episode and (key is None or candidates[key].created_at - candidates[episode[-1]].created_at > gap):
+                total = combine(values[k] for k in episode)
+                result.update((k, total) for k in episode)
+                episode = []
+            if key is not None:
+                episode.append(key)
+    return result
+
+
+def _in_window(created_at: float, window: tuple[float, float] | None) -> float:
+    return 1.0 if window is not None and window[0] <= created_at < window[1] else 0.0

@@ -1,0 +1,83 @@
+"""Embeddings from an OpenAI-compatible HTTP endpoint (OpenAI, Ollama, vLLM, ...).
+
+The API key is read from the environment only (``MNEMOSYNE_EMBEDDER_API_KEY``, else
+``OPENAI_API_KEY``) and is never written to the database or to logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import EmbedderError
+from .base import normalise_rows
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatibleEmbedder:
+    """POSTs to ``{base_url}/embeddings``.
+
+    >>> OpenAICompatibleEmbedder("nomic-embed-text", base_url="http://127.0.0.1:11434/v1")  # Ollama
+
+    ``dimension`` is learnt from the first response unless given.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        dimension: int | None = None,
+        timeout: float = 30.0,
+        batch_size: int = 128,
+    ) -> None:
+        self.model = model
+        self.base_url = (
+            base_url or os.environ.get("MNEMOSYNE_EMBEDDER_URL") or os.environ.get("OPENAI_BASE_URL")
+            or DEFAULT_BASE_URL
+        ).rstrip("/")
+        self.dimension = dimension
+        self._timeout = timeout
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            rows.extend(self._request(list(texts[start : start + self._batch_size])))
+        if not rows:
+            return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        vectors = normalise_rows(np.asarray(rows, dtype=np.float32))
+        if self.dimension is None:
+            self.dimension = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dimension:
+            raise EmbedderError(
+                f"{self.base_url} returned {vectors.shape[1]}-dimensional vectors for {self.model!r}, "
+                f"expected {self.dimension}"
+            )
+        return vectors
+
+    def _request(self, batch: list[str]) -> list[list[float]]:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get("MNEMOSYNE_EMBEDDER_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(
+            f"{self.base_url}/embeddings",
+            data=json.dumps({"model": self.model, "input": batch}).encode(),
+            headers=headers,
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                payload = json.load(response)
+            data = sorted(payload["data"], key=lambda item: item["index"])
+            return [item["embedding"] for item in data]
+        except (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
+            raise EmbedderError(f"embedding request to {self.base_url} for {self.model!r} failed: {exc}") from exc

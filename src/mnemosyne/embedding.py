@@ -1,0 +1,99 @@
+"""The facade's embedder: chosen once per database, and never allowed to lose a write.
+
+If the model fails (missing files, an HTTP endpoint down), memories are still
+stored and found lexically; their vectors are filled in later (on the next open,
+by ``sleep``, or ``mnemosyne reembed --missing``). The failure is logged once and
+the model is not retried on every call, only after a cool-down.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .core.signature import same_embedder
+from .embedders import registry
+from .embedders.base import Embedder
+from .errors import EmbedderError, EmbedderMismatchError, MissingDependencyError
+
+log = logging.getLogger("mnemosyne")
+RETRY_AFTER_S = 300.0
+
+
+class EmbedderSlot:
+    """An embedder (or none) plus what to do when it fails."""
+
+    def __init__(self, embedder: Embedder | None, recorded: dict[str, Any] | None = None) -> None:
+        self.embedder = embedder
+        # A database whose recorded embedder can't be loaded here keeps its record:
+        # new memories wait for a vector rather than being embedded by another model.
+        self.signature = registry.signature(embedder) if embedder is not None else recorded
+        self._failed_at: float | None = None
+
+    @property
+    def description(self) -> str:
+        if self.signature is None:
+            return registry.NONE
+        text = registry.describe(self.signature)
+        return text if self.embedder is not None else f"{text}, unavailable here"
+
+    @property
+    def ready(self) -> bool:
+        if self.embedder is None:
+            return False
+        return self._failed_at is None or time.monotonic() - self._failed_at > RETRY_AFTER_S
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors for ``texts``, or None if the embedder is absent or failing."""
+        if not self.ready or not texts:
+            return None
+        assert self.embedder is not None
+        try:
+            vectors = self.embedder.embed(texts)
+        except EmbedderError as exc:
+            if self._failed_at is None:
+                log.warning(
+                    "embedder %s failed (%s); memories are stored and searchable lexically and "
+                    "their vectors will be backfilled; retrying in %.0f s",
+                    self.description, exc, RETRY_AFTER_S,
+                )
+            self._failed_at = time.monotonic()
+            return None
+        self._failed_at = None
+        self.signature = registry.signature(self.embedder)  # an HTTP model learns its dimension
+        return vectors
+
+
+def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) -> EmbedderSlot:
+    """Pick the embedder: the argument, else ``$MNEMOSYNE_EMBEDDER``, else the one the
+    database recorded, else the best one installed.
+
+    An explicit choice that differs from the database's is refused: mixing vectors
+    of two models would silently ruin recall.
+    """
+    explicit = requested if requested is not None else registry.requested_spec()
+    if explicit is not None:
+        embedder = registry.from_spec(explicit) if isinstance(explicit, str) else explicit
+        if embedder is None:
+            # "none" means "don't embed here", not another model: the database keeps
+            # its record and a process that has the model backfills later.
+            return EmbedderSlot(None, recorded)
+        current = registry.signature(embedder)
+        if recorded is not None and not same_embedder(recorded, current):
+            raise EmbedderMismatchError(
+                f"this database's vectors were made by {registry.describe(recorded)}, not "
+                f"{registry.describe(current)}; open it without choosing an embedder to use the "
+                f"recorded one, or switch it with `mnemosyne reembed --embedder "
+                f"{registry.spec_of(current)} --db PATH`"
+            )
+        return EmbedderSlot(embedder, recorded)
+    spec = registry.spec_of(recorded) if recorded is not None else registry.best_installed_spec()
+    try:
+        return EmbedderSlot(registry.from_spec(spec), recorded)
+    except (MissingDependencyError, EmbedderError) as exc:
+        log.warning("embedder %s is unavailable (%s); recall is lexical only", spec, exc)
+        return EmbedderSlot(None, recorded)

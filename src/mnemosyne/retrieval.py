@@ -1,0 +1,61 @@
+"""Recall's pipeline: gather lexical and semantic candidates, fuse, adjust, cut."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .core import lexical
+from .core.ranking import Candidate, Weights, fuse
+from .core.temporal import time_window
+from .core.timeutil import from_timestamp
+from .embedding import EmbedderSlot
+from .models import Memory
+from .storage.base import Filters
+from .storage.sqlite import SQLiteStore
+
+# How many candidates each signal contributes before fusion. Wide enough that a
+# memory ranked low by one signal but high by another still meets fusion.
+MIN_CANDIDATES = 50
+
+
+def search(
+    store: SQLiteStore,
+    slot: EmbedderSlot,
+    query: str,
+    filters: Filters,
+    top_k: int,
+    now: float,
+    explain: bool = False,
+    weights: Weights = Weights(),
+) -> list[Memory]:
+    """The ``top_k`` memories passing ``filters`` that best match ``query``."""
+    depth = max(MIN_CANDIDATES, 5 * top_k)
+    terms = lexical.query_terms(query)
+    frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
+    expression = lexical.fts_expression(lexical.discriminating_terms(terms, frequencies, total))
+    lexical_hits = store.search_text(expression, filters, depth) if expression else {}
+    query_vector = slot.embed([query])
+    dense_hits = store.search_vectors(query_vector[0], filters, depth) if query_vector is not None else []
+
+    keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+    memories = store.memories_by_seq(keys)
+    naming = lexical.source_terms(query)
+    candidates = {
+        seq: Candidate(
+            importance=m.importance,
+            created_at=m.created_at.timestamp(),
+            access_count=m.access_count,
+            session_id=m.session_id,
+            source_match=1.0 if naming.intersection(lexical.tokenize(m.source)) else 0.0,
+        )
+        for seq, m in memories.items()
+    }
+    span = time_window(query, from_timestamp(now))
+    window = None if span is None else (span[0].timestamp(), span[1].timestamp())
+    ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights)[:top_k]
+    return [
+        dataclasses.replace(
+            memories[r.key], score=r.score, explanation=r.components if explain else None
+        )
+        for r in ranked
+    ]

@@ -1,0 +1,150 @@
+"""An in-process, exact vector index built from the ``memory_vectors`` table.
+
+SQLite holds the vectors (the source of truth); each process keeps them in one
+numpy matrix, with the columns filters need, so a search is a matrix-vector product
+plus a boolean mask: filters apply before top-k, with no per-query SQL. Exact search
+is ~10 ms at 100k memories.
+
+Staying current across processes: appends are picked up by ``seq``; anything else
+(deletes, changed filter columns, late vectors) bumps ``meta.index_epoch`` through
+triggers, and a changed epoch means a full reload. Both checks are one cheap query.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+
+from ..base import Filters
+
+STATUS_CODES = {"active": 0, "consolidated": 1, "superseded": 2, "expired": 3}
+KIND_CODES = {"episodic": 0, "summary": 1, "fact": 2}
+
+
+def encode_vector(vector: np.ndarray) -> bytes:
+    """float16 on disk: half the space, and MiniLM cosines move by < 1e-3."""
+    return np.asarray(vector, dtype=np.float16).tobytes()
+
+
+def decode_vectors(blobs: list[bytes], dimension: int) -> np.ndarray:
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), dimension)
+    return matrix.astype(np.float32)
+
+
+class VectorIndex:
+    """Exact cosine search over one database's vectors, kept in sync lazily."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._lock = threading.Lock()
+        self._epoch: str | None = None
+        self._clear()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _clear(self) -> None:
+        self._size = 0
+        self._max_seq = 0
+        # Columns with spare capacity, doubled when full, so appending one memory
+        # does not copy the whole matrix.
+        self._seqs = np.zeros(0, dtype=np.int64)
+        self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        self._session = np.zeros(0, dtype=np.int32)
+        self._global = np.zeros(0, dtype=bool)
+        self._status = np.zeros(0, dtype=np.int8)
+        self._kind = np.zeros(0, dtype=np.int8)
+        self._source = np.zeros(0, dtype=np.int32)
+        self._created = np.zeros(0, dtype=np.float64)
+        self._session_codes: dict[str, int] = {}
+        self._source_codes: dict[str, int] = {}
+
+    def sync(self, conn: sqlite3.Connection) -> None:
+        """Bring the index up to date with the database (call before searching)."""
+        with self._lock:
+            epoch = conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0]
+            if epoch != self._epoch:
+                self._clear()
+                self._epoch = epoch
+            rows = conn.execute(
+                "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at "
+                "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
+                "WHERE v.seq > ? ORDER BY v.seq",
+                (self._max_seq,),
+            ).fetchall()
+            if rows:
+                self._append(rows)
+
+    def search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """``(seq, cosine)`` of the best ``limit`` vectors that pass ``filters``."""
+        with self._lock:
+            n = self._size
+            if not n:
+                return []
+            mask = self._mask(filters, n)
+            # Scoring every row and masking is faster than gathering the allowed rows
+            # first: the product streams the matrix once, a gather copies it.
+            scores = self._matrix[:n] @ np.asarray(query, dtype=np.float32)
+            allowed = np.flatnonzero(mask)
+            seqs = self._seqs[:n]
+        if not len(allowed):
+            return []
+        allowed_scores = scores[allowed]
+        if len(allowed) > limit:
+            top = np.argpartition(-allowed_scores, limit)[:limit]
+        else:
+            top = np.arange(len(allowed))
+        order = top[np.argsort(-allowed_scores[top], kind="stable")]
+        return [(int(seqs[allowed[i]]), float(allowed_scores[i])) for i in order]
+
+    def _mask(self, filters: Filters, n: int) -> np.ndarray:
+        viewer = self._session_codes.get(filters.viewer_session, -1)
+        is_global = self._global[:n]
+        mask = is_global | (self._session[:n] == viewer)
+        if filters.scope == "global":
+            mask &= is_global
+        elif filters.scope == "session":
+            mask &= ~is_global
+        if filters.statuses:
+            mask &= np.isin(self._status[:n], [STATUS_CODES[s] for s in filters.statuses])
+        if filters.kinds:
+            mask &= np.isin(self._kind[:n], [KIND_CODES[k] for k in filters.kinds])
+        if filters.sources:
+            mask &= np.isin(self._source[:n], [self._source_codes.get(s, -1) for s in filters.sources])
+        if filters.since is not None:
+            mask &= self._created[:n] >= filters.since
+        if filters.until is not None:
+            mask &= self._created[:n] <= filters.until
+        return mask
+
+    def _append(self, rows: list[sqlite3.Row]) -> None:
+        start, end = self._size, self._size + len(rows)
+        if end > len(self._seqs):
+            self._grow(max(end, 2 * len(self._seqs), 1024))
+
+        def code(table: dict[str, int], value: str) -> int:
+            return table.setdefault(value, len(table))
+
+        self._seqs[start:end] = [r["seq"] for r in rows]
+        self._matrix[start:end] = decode_vectors([r["vector"] for r in rows], self.dimension)
+        self._session[start:end] = [code(self._session_codes, r["session_id"]) for r in rows]
+        self._global[start:end] = [r["scope"] == "global" for r in rows]
+        self._status[start:end] = [STATUS_CODES[r["status"]] for r in rows]
+        self._kind[start:end] = [KIND_CODES[r["kind"]] for r in rows]
+        self._source[start:end] = [code(self._source_codes, r["source"]) for r in rows]
+        self._created[start:end] = [r["created_at"] for r in rows]
+        self._size = end
+        self._max_seq = int(self._seqs[end - 1])
+
+    def _grow(self, capacity: int) -> None:
+        def grown(array: np.ndarray) -> np.ndarray:
+            bigger = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+            bigger[: self._size] = array[: self._size]
+            return bigger
+
+        self._seqs, self._matrix = grown(self._seqs), grown(self._matrix)
+        self._session, self._global = grown(self._session), grown(self._global)
+        self._status, self._kind = grown(self._status), grown(self._kind)
+        self._source, self._created = grown(self._source), grown(self._created)
