@@ -186,14 +186,10 @@ SESSION_ID = {
     ),
 }
 MEMORY_ID = {"type": "string", "description": "The memory's id, as returned by remember or recall."}
-IMPORTANCE = {
-    "type": "number", "minimum": 0, "maximum": 1,
-    "description": "How much this matters, from 0 (trivia) to 1 (critical). Ranks recall results.",
-}
-METADATA = {
-    "type": "object",
-    "description": 'Free-form JSON object stored with the memory, e.g. {"ticket": 42, "file": "nav.tsx"}.',
-}
+IMPORTANCE_TEXT = "How much this matters, from 0 (trivia) to 1 (critical). Ranks recall results."
+IMPORTANCE = {"type": "number", "minimum": 0, "maximum": 1, "description": IMPORTANCE_TEXT}
+METADATA_TEXT = 'Free-form JSON object stored with the memory, e.g. {"ticket": 42, "file": "nav.tsx"}.'
+METADATA = {"type": "object", "description": METADATA_TEXT}
 TIME = "An ISO 8601 date or time, e.g. 2026-04-01 or 2026-04-01T09:30:00Z."
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -209,7 +205,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "type": "string",
                 "description": "Where it came from: conversation, task-tracker, ci... Default: conversation.",
             },
-            "importance": {**IMPORTANCE, "description": IMPORTANCE["description"] + " Default: 0.5."},
+            "importance": {**IMPORTANCE, "description": IMPORTANCE_TEXT + " Default: 0.5."},
             "scope": {
                 "type": "string", "enum": ["session", "global"],
                 "description": (
@@ -271,7 +267,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "memory_id": MEMORY_ID,
             "content": {"type": "string", "description": "The new full text."},
             "importance": IMPORTANCE,
-            "metadata": {**METADATA, "description": METADATA["description"] + " Replaces the old metadata."},
+            "metadata": {**METADATA, "description": METADATA_TEXT + " Replaces the old metadata."},
         },
         required=("memory_id",),
     ),
