@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from . import embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
@@ -30,6 +30,10 @@ from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
 
 DB_ENV_VAR = "MNEMOSYNE_DB"
+
+# ``progress(done, total)``: how long operations report how far they are (total may be None).
+Progress = Callable[[int, "int | None"], None]
+T = TypeVar("T")
 
 
 def default_db_path() -> Path:
@@ -226,27 +230,41 @@ class Mnemosyne:
 
     # -- moving data ----------------------------------------------------------------
 
-    def export_jsonl(self, path: str | Path) -> int:
+    def export_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
         """Write every memory of the database (all sessions) to a JSON Lines file.
 
         The file is written atomically and is lossless: :meth:`import_jsonl` restores
         ids, sessions, scopes, timestamps and metadata exactly. Returns the count.
-        """
-        return transfer.write_jsonl(self._store.iter_memories(), Path(path))
+        ``progress``, if given, is called as ``progress(done, total)`` while writing.
 
-    def import_jsonl(self, path: str | Path) -> int:
+        >>> mem.export_jsonl("memories.jsonl")
+        1234
+        """
+        memories: Iterable[Memory] = self._store.iter_memories()
+        if progress is not None:
+            memories = _reporting(memories, progress, sum(self._store.counts()["status"].values()))
+        return transfer.write_jsonl(iter(memories), Path(path))
+
+    def import_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
         """Add the memories of an export that are not already stored; return how many.
 
         The whole file is validated first and imported in one transaction, so a bad
         line imports nothing. Importing the same file again adds nothing.
+        ``progress``, if given, is called as ``progress(done, total)`` while storing.
+
+        >>> mem.import_jsonl("memories.jsonl")
+        1234
         """
-        added = self._store.import_memories(transfer.read_jsonl(Path(path)))
+        memories: Iterable[NewMemory] = transfer.read_jsonl(Path(path))
+        if progress is not None:
+            memories = _reporting(memories, progress, len(memories))  # type: ignore[arg-type]
+        added = self._store.import_memories(memories)
         self.backfill_vectors()
         return added
 
     # -- embeddings -----------------------------------------------------------------
 
-    def backfill_vectors(self, progress: Callable[[int, int], None] | None = None) -> int:
+    def backfill_vectors(self, progress: Progress | None = None) -> int:
         """Embed memories stored without a vector (the embedder was down); return how many.
 
         Runs by itself in the background after open; call it to wait for it.
@@ -254,7 +272,7 @@ class Mnemosyne:
         return self._backfill.run(progress)
 
     def reembed(
-        self, embedder: str | Embedder, progress: Callable[[int, int], None] | None = None
+        self, embedder: str | Embedder, progress: Progress | None = None
     ) -> int:
         """Switch this database to another embedder, re-embedding every memory.
 
@@ -357,6 +375,16 @@ class Mnemosyne:
             viewer_session=self.session_id, scope=scope, sources=sources,
             since=since_ts, until=until_ts, statuses=statuses,
         )
+
+
+def _reporting(items: Iterable[T], progress: Progress, total: int | None) -> Iterator[T]:
+    """Yield ``items``, calling ``progress(done, total)`` as each is consumed."""
+    done = 0
+    progress(done, total)
+    for item in items:
+        yield item
+        done += 1
+        progress(done, total)
 
 
 _REMEMBER_FIELDS = frozenset(

@@ -9,11 +9,15 @@ are therefore just text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 
-# Letters and digits only: FTS5's unicode61 tokenizer also splits on "_" and on
-# punctuation, so matching its notion of a token keeps query and index aligned.
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+# What FTS5's unicode61 tokenizer calls a token character: letters, digits,
+# combining marks and private-use characters (not "_", not punctuation). Matching
+# its notion keeps query and index aligned.
+_TOKEN = re.compile(
+    r"(?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ue000-\uf8ff])+"
+)
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
@@ -48,8 +52,8 @@ COMMON_SHARE = 0.1
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens of ``text``, in order."""
-    return [token.lower() for token in _TOKEN.findall(text)]
+    """Lower-cased word tokens of ``text``, in order (composed form: "é", not "e"+"´")."""
+    return [token.lower() for token in _TOKEN.findall(unicodedata.normalize("NFC", text))]
 
 
 def query_terms(text: str) -> list[str]:

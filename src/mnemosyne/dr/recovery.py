@@ -76,7 +76,7 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
         _write_manifest(target, manifest)
         store.set_meta("last_backup_at", repr(time.time()))
         return manifest
-    except OSError as exc:
+    except (OSError, sqlite3.Error) as exc:
         raise BackupError(f"cannot write the backup {target}: {exc}", target) from exc
     finally:
         store.close()
@@ -132,8 +132,7 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
         if _sha256(staged)[0] != manifest.sha256:
             raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
         if _is_healthy_database(target):
-            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-            create_backup(target, target.with_name(f"{target.name}.pre-restore-{stamp}.bak"))
+            create_backup(target, target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak"))
             _copy_into_live(staged, target, backup)
         else:
             _swap_file(staged, target)
@@ -161,7 +160,7 @@ def _copy_into_live(staged: Path, target: Path, backup: Path) -> None:
 
 def _swap_file(staged: Path, target: Path) -> None:
     """Move an absent or unreadable target (and its -wal/-shm) aside, rename in the copy."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    stamp = timestamp_for_names()
     if target.exists():
         target.rename(target.with_name(f"{target.name}.unreadable-{stamp}"))
     for suffix in ("-wal", "-shm", "-journal"):
@@ -177,13 +176,16 @@ def _record_restore(target: Path, backup: Path) -> None:
     store = SQLiteStore(target)  # migrates a backup made by an older schema
     try:
         store.record_event("restore", {"backup": str(backup)})
+        # Processes that had the database open hold an index of the old contents;
+        # a new epoch makes them reload it (the backup's epoch may equal theirs).
+        store.set_meta("index_epoch", str(time.time_ns()))
     finally:
         store.close()
 
 
 def _describe(backup: Path, source: Path) -> BackupManifest:
     digest, size = _sha256(backup)
-    conn = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+    conn = _open_read_only(backup)
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         counts = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
@@ -227,7 +229,7 @@ def _read_manifest(backup: Path) -> BackupManifest:
 
 def _check_database(path: Path) -> None:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = _open_read_only(path)
         try:
             result = conn.execute("PRAGMA integrity_check").fetchall()
             conn.execute("SELECT count(*) FROM memories").fetchone()
@@ -240,13 +242,35 @@ def _check_database(path: Path) -> None:
 
 
 def _is_healthy_database(path: Path) -> bool:
+    """Whether ``path`` opens as a Mnemosyne database and passes SQLite's quick check.
+
+    A damaged page behind an intact header must count as unhealthy: that is the
+    database restore exists for, and it cannot be backed up first.
+    """
     if not path.is_file():
         return False
     try:
-        SQLiteStore(path).close()
-        return True
+        store = SQLiteStore(path)
     except MnemosyneError:
         return False
+    try:
+        return [tuple(row) for row in store.connection().execute("PRAGMA quick_check")] == [("ok",)]
+    except (MnemosyneError, sqlite3.Error):
+        return False
+    finally:
+        store.close()
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    # A URI, so that the file is never created or written; quoted, so that '#', '?'
+    # or '%' in a folder name cannot point it at another file.
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+
+
+def timestamp_for_names() -> str:
+    """UTC time to the microsecond, for files that must not overwrite each other."""
+    now = time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 def _sha256(path: Path) -> tuple[str, int]:

@@ -11,14 +11,30 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """Reports argument errors as JSON when ``--json`` was asked for: scripts that
+    parse our errors must not meet argparse's usage text instead."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            error = {"code": "invalid_input", "message": f"{self.prog}: {message}"}
+            print(json.dumps({"error": error}), file=sys.stderr)
+            sys.exit(EXIT_BAD_INPUT)
+        super().error(message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    _Parser.json_errors = "--json" in arguments
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if not hasattr(args, "run"):
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -33,11 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, exc, EXIT_BAD_INPUT)
     except MnemosyneError as exc:
         return _fail(args, exc, EXIT_FAILURE)
+    except OSError as exc:  # e.g. an export path that cannot be written
+        return _fail(args, exc, EXIT_FAILURE)
     return int(result or EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mnemosyne",
         description="Durable memory for AI agents: remember, recall, back up and restore.",
     )
@@ -46,8 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--db", help="database file (default: $MNEMOSYNE_DB or the user data folder)")
     common.add_argument("--session", default="default", help="session id (default: %(default)s)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no progress bars and no confirmations; results and errors are still printed",
+    )
 
-    def command(name: str, run: Callable[[argparse.Namespace], int | None], help_text: str) -> argparse.ArgumentParser:
+    def command(
+        name: str, run: Callable[[argparse.Namespace], int | None], help_text: str
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, parents=[common], help=help_text, description=help_text)
         sub.set_defaults(run=run)
         return sub
@@ -97,6 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("import", _import, "add the memories of a JSON Lines export (no duplicates)")
     sub.add_argument("path")
+
+    sub = commands.add_parser(
+        "mcp", help="serve these memories to AI agents over the Model Context Protocol",
+        description="Serve Mnemosyne as an MCP server: over stdio (default, for a client that "
+        "spawns it) or streamable HTTP with --http. Needs the 'mcp' extra.",
+    )
+    sub.set_defaults(run=_mcp)
+    sub.add_argument("--db", help="database file (default: $MNEMOSYNE_DB or the user data folder)")
+    sub.add_argument(
+        "--session", default="default",
+        help="session for calls that pass no session_id (default: %(default)s)",
+    )
+    sub.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    sub.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default: %(default)s)")
+    sub.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    sub.add_argument(
+        "--backup-dir", help="where the backup tool writes (default: backups/ beside the database)"
+    )
     return parser
 
 
@@ -129,13 +171,15 @@ def _get(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
-    memory = _open(args).update(args.id, content=args.content, importance=args.importance, metadata=args.metadata)
+    memory = _open(args).update(
+        args.id, content=args.content, importance=args.importance, metadata=args.metadata
+    )
     _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
 
 
 def _forget(args: argparse.Namespace) -> None:
     _open(args).forget(args.id)
-    _emit(args, {"forgotten": args.id}, lambda: print(f"forgot {args.id}"))
+    _done(args, {"forgotten": args.id}, f"forgot {args.id}")
 
 
 def _stats(args: argparse.Namespace) -> None:
@@ -147,31 +191,43 @@ def _backup(args: argparse.Namespace) -> None:
     from ..dr.recovery import create_backup
 
     manifest = create_backup(db_path=_db_path(args), backup_path=args.backup_path)
-    _emit(args, vars(manifest), lambda: print(f"backed up {manifest.memory_count} memories to {args.backup_path}"))
+    _done(args, vars(manifest), f"backed up {manifest.memory_count} memories to {args.backup_path}")
 
 
 def _verify_backup(args: argparse.Namespace) -> None:
     from ..dr.recovery import verify_backup
 
     manifest = verify_backup(args.backup_path)
-    _emit(args, vars(manifest), lambda: print(f"ok: {args.backup_path} holds {manifest.memory_count} memories"))
+    _done(args, vars(manifest), f"ok: {args.backup_path} holds {manifest.memory_count} memories")
 
 
 def _restore(args: argparse.Namespace) -> None:
     from ..dr.recovery import restore_backup
 
     manifest = restore_backup(backup_path=args.backup_path, db_path=_db_path(args))
-    _emit(args, vars(manifest), lambda: print(f"restored {manifest.memory_count} memories from {args.backup_path}"))
+    _done(args, vars(manifest), f"restored {manifest.memory_count} memories from {args.backup_path}")
 
 
 def _export(args: argparse.Namespace) -> None:
-    count = _open(args).export_jsonl(args.path)
-    _emit(args, {"exported": count, "path": args.path}, lambda: print(f"exported {count} memories to {args.path}"))
+    from .progress import ProgressBar
+
+    with ProgressBar("exporting", quiet=args.quiet) as bar:
+        count = _open(args).export_jsonl(args.path, progress=bar)
+    _done(args, {"exported": count, "path": args.path}, f"exported {count} memories to {args.path}")
 
 
 def _import(args: argparse.Namespace) -> None:
-    added = _open(args).import_jsonl(args.path)
-    _emit(args, {"imported": added, "path": args.path}, lambda: print(f"imported {added} new memories from {args.path}"))
+    from .progress import ProgressBar
+
+    with ProgressBar("importing", quiet=args.quiet) as bar:
+        added = _open(args).import_jsonl(args.path, progress=bar)
+    _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
+
+
+def _mcp(args: argparse.Namespace) -> None:
+    from .mcp_server import serve  # raises MissingDependencyError without the 'mcp' extra
+
+    serve(args.db, args.session, http=args.http, host=args.host, port=args.port, backup_dir=args.backup_dir)
 
 
 # -- helpers --------------------------------------------------------------------------
@@ -206,6 +262,12 @@ def _emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> Non
         human()
 
 
+def _done(args: argparse.Namespace, data: Any, message: str) -> None:
+    """Report a finished action: JSON with --json, nothing with --quiet, else one line."""
+    if args.json or not args.quiet:
+        _emit(args, data, lambda: print(message))
+
+
 def _fail(args: argparse.Namespace, exc: Exception, code: int) -> int:
     if getattr(args, "json", False):
         error = {"code": getattr(exc, "code", "error"), "message": str(exc)}
@@ -231,7 +293,7 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     # Every column but the last is padded; content goes last so it is never cut.
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
-        cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
+        cells = [str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)]
         print("  ".join([*cells, str(row[-1])]))
 
 

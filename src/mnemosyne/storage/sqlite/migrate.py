@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ def migrate(db: Database) -> Path | None:
     safety_copy = None
     if current > 0:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        safety_copy = db.path.with_name(f"{db.path.name}.pre-v{LATEST_VERSION}-{stamp}.bak")
+        safety_copy = db.path.with_name(f"{db.path.name}.pre-v{LATEST_VERSION}-{stamp}-{os.getpid()}.bak")
         with db.read() as conn:
             snapshot(conn, safety_copy)
 

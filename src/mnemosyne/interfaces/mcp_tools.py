@@ -1,0 +1,345 @@
+"""The MCP tools: one table entry per public operation, checked and run synchronously.
+
+This module knows nothing about the MCP SDK, so the table is testable (and
+importable) without the ``mcp`` extra. ``mcp_server`` turns each :class:`ToolSpec`
+into an MCP tool and runs :func:`call_tool` on a worker thread.
+
+Adding a tool is one entry in ``TOOLS``: a name, a description an LLM can act on,
+its JSON-schema properties, and a function ``(mem, args, sessions) -> dict`` that
+calls one public method and returns a JSON-ready dict. Every tool that reads or
+writes memories takes an optional ``session_id``, so several agents can share one
+database, each with its own session scope plus the global one.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne.dr.recovery import create_backup
+
+Result = dict[str, Any]
+
+
+class Sessions:
+    """One :class:`Mnemosyne` per session id over one database, opened on first use.
+
+    >>> sessions = Sessions("memories.db", default_session="planner")
+    >>> sessions.get("coder").remember("Tests live in tests/")
+    """
+
+    def __init__(
+        self,
+        db_path: str | Path | None,
+        default_session: str = "default",
+        backup_dir: str | Path | None = None,
+    ) -> None:
+        self.db_path = db_path
+        self.default_session = default_session
+        self._backup_dir = None if backup_dir is None else Path(backup_dir).expanduser()
+        self._open: dict[str, Mnemosyne] = {}
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str | None = None) -> Mnemosyne:
+        """The instance for ``session_id`` (``None``: the server's default session)."""
+        key = self.default_session if session_id is None else session_id
+        with self._lock:
+            mem = self._open.get(key)
+            if mem is None:
+                # Opening validates the session id, so a bad one never enters the cache.
+                mem = self._open[key] = Mnemosyne(session_id=key, db_path=self.db_path)
+            return mem
+
+    @property
+    def backup_dir(self) -> Path:
+        """Where the ``backup`` tool writes: ``--backup-dir``, else ``backups/`` beside the database."""
+        if self._backup_dir is not None:
+            return self._backup_dir.resolve()
+        return (self.get().db_path.parent / "backups").resolve()
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._open = list(self._open.values()), {}
+        for mem in opened:
+            mem.close()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One MCP tool: what an LLM sees (name, description, schema) and what it runs."""
+
+    name: str
+    description: str
+    run: Callable[[Mnemosyne, Result, Sessions], Result]
+    properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    per_session: bool = True  # takes a session_id and sees that session's memories
+    read_only: bool = False
+    destructive: bool = False
+
+    def input_schema(self) -> Result:
+        """The tool's JSON schema, with ``session_id`` added to per-session tools."""
+        properties = dict(self.properties)
+        if self.per_session:
+            properties["session_id"] = SESSION_ID
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
+
+def call_tool(sessions: Sessions, name: str, arguments: Mapping[str, Any] | None) -> Result:
+    """Check ``arguments`` against the tool's schema, run it, return its JSON-ready result.
+
+    Raises :class:`InvalidInputError` for an unknown tool or bad arguments, and any
+    other :class:`MnemosyneError` the operation raises; nothing is written then.
+
+    >>> call_tool(sessions, "remember", {"content": "Deploys happen on Fridays"})
+    {'id': '0193...'}
+    """
+    spec = TOOLS_BY_NAME.get(name)
+    if spec is None:
+        raise InvalidInputError(f"there is no tool {name!r}; the tools are: {', '.join(TOOLS_BY_NAME)}")
+    args = dict(arguments or {})
+    _check_arguments(spec, args)
+    session_id = args.pop("session_id", None)
+    return spec.run(sessions.get(session_id), args, sessions)
+
+
+# -- the tools ------------------------------------------------------------------------
+
+
+def _remember(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    return {"id": mem.remember(**args), "session_id": mem.session_id}
+
+
+def _recall(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    query = args.pop("query")
+    memories = mem.recall(query, args.pop("top_k", 10), **args)
+    return {"count": len(memories), "memories": [m.to_dict() for m in memories]}
+
+
+def _get(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    memory = mem.get(args["memory_id"])
+    if memory is None:
+        raise MemoryNotFoundError(args["memory_id"], mem.session_id)
+    return {"memory": memory.to_dict()}
+
+
+def _update(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    memory_id = args.pop("memory_id")
+    if not args:
+        raise InvalidInputError("update needs at least one of content, importance or metadata")
+    return {"memory": mem.update(memory_id, **args).to_dict()}
+
+
+def _forget(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    mem.forget(args["memory_id"])
+    return {"forgotten": args["memory_id"]}
+
+
+def _stats(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    return mem.get_stats().to_dict()
+
+
+_BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+
+
+def _backup(mem: Mnemosyne, args: Result, sessions: Sessions) -> Result:
+    # A plain file name inside the backup folder: a caller can never overwrite
+    # an arbitrary file (or an older backup) through this tool.
+    folder = sessions.backup_dir
+    name = args.get("name")
+    if name is None:
+        stem = f"{mem.db_path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        name, n = f"{stem}.bak", 1
+        while (folder / name).exists():
+            n += 1
+            name = f"{stem}-{n}.bak"
+    elif not _BACKUP_NAME.match(name) or ".." in name:
+        raise InvalidInputError(
+            f"backup name {name!r} must be a plain file name (letters, digits, '.', '_', '-'), "
+            "not a path; it is written inside the server's backup folder"
+        )
+    elif (folder / name).exists():
+        raise InvalidInputError(f"a backup named {name!r} already exists; choose another name")
+    manifest = create_backup(db_path=mem.db_path, backup_path=folder / name)
+    return {"backup_path": str(folder / name), **vars(manifest)}
+
+
+# -- schemas --------------------------------------------------------------------------
+
+SESSION_ID = {
+    "type": "string",
+    "description": (
+        "Which agent session to act as. Session-scoped memories are visible only to the "
+        "session that stored them; global ones to every session. Omit it to use the "
+        "server's default session (the --session it was started with)."
+    ),
+}
+MEMORY_ID = {"type": "string", "description": "The memory's id, as returned by remember or recall."}
+IMPORTANCE_TEXT = "How much this matters, from 0 (trivia) to 1 (critical). Ranks recall results."
+IMPORTANCE = {"type": "number", "minimum": 0, "maximum": 1, "description": IMPORTANCE_TEXT}
+METADATA_TEXT = 'Free-form JSON object stored with the memory, e.g. {"ticket": 42, "file": "nav.tsx"}.'
+METADATA = {"type": "object", "description": METADATA_TEXT}
+TIME = "An ISO 8601 date or time, e.g. 2026-04-01 or 2026-04-01T09:30:00Z."
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "remember",
+        "Store one memory that must survive restarts: a decision, a fact, progress made, the "
+        "next step, a user preference. Write it as a self-contained sentence (it is recalled "
+        "later without this conversation). Returns the new memory's id.",
+        _remember,
+        {
+            "content": {"type": "string", "description": "The text to remember, in full."},
+            "source": {
+                "type": "string",
+                "description": "Where it came from: conversation, task-tracker, ci... Default: conversation.",
+            },
+            "importance": {**IMPORTANCE, "description": IMPORTANCE_TEXT + " Default: 0.5."},
+            "scope": {
+                "type": "string", "enum": ["session", "global"],
+                "description": (
+                    "session (default): working context for this session only. global: lasting "
+                    "knowledge every session and agent of this database should see."
+                ),
+            },
+            "metadata": METADATA,
+            "created_at": {"type": "string", "description": f"When it happened (default: now). {TIME}"},
+            "valid_until": {"type": "string", "description": f"Stop recalling it after this time. {TIME}"},
+        },
+        required=("content",),
+    ),
+    ToolSpec(
+        "recall",
+        "Find the stored memories most relevant to a question, best first, with their full "
+        "content, id, score, source and time. Call it at the start of a task or after a "
+        "restart to recover context, e.g. 'design progress and next steps'.",
+        _recall,
+        {
+            "query": {"type": "string", "description": "What to look for, in plain words."},
+            "top_k": {
+                "type": "integer", "minimum": 1,
+                "description": "How many memories to return at most. Default: 10.",
+            },
+            "scope": {
+                "type": "string", "enum": ["session", "global"],
+                "description": "Only this scope. Default: both this session's and global memories.",
+            },
+            "source": {
+                "type": ["string", "array"], "items": {"type": "string"},
+                "description": "Only memories from this source (or any of these sources).",
+            },
+            "since": {"type": "string", "description": f"Only memories created at or after it. {TIME}"},
+            "until": {"type": "string", "description": f"Only memories created at or before it. {TIME}"},
+            "include_consolidated": {
+                "type": "boolean",
+                "description": "Also search originals that sleep consolidation summarised. Default: false.",
+            },
+        },
+        required=("query",),
+        read_only=True,
+    ),
+    ToolSpec(
+        "get",
+        "Read one memory by id, in full. Fails with code not_found if no memory with that "
+        "id is visible from this session.",
+        _get,
+        {"memory_id": MEMORY_ID},
+        required=("memory_id",),
+        read_only=True,
+    ),
+    ToolSpec(
+        "update",
+        "Correct a memory: replace its content, importance or metadata (give at least one). "
+        "Returns the updated memory. Prefer this over remembering a contradicting copy.",
+        _update,
+        {
+            "memory_id": MEMORY_ID,
+            "content": {"type": "string", "description": "The new full text."},
+            "importance": IMPORTANCE,
+            "metadata": {**METADATA, "description": METADATA_TEXT + " Replaces the old metadata."},
+        },
+        required=("memory_id",),
+    ),
+    ToolSpec(
+        "forget",
+        "Delete a memory permanently from every index (only an audit tombstone remains). "
+        "Use it for wrong or sensitive memories; use update to correct one.",
+        _forget,
+        {"memory_id": MEMORY_ID},
+        required=("memory_id",),
+        destructive=True,
+    ),
+    ToolSpec(
+        "stats",
+        "Describe the whole database: memory counts by scope, status, kind and session, "
+        "its size, schema version, and when it was last backed up and consolidated.",
+        _stats,
+        per_session=False,
+        read_only=True,
+    ),
+    ToolSpec(
+        "backup",
+        "Write a verified backup of the whole database into the server's backup folder "
+        "(safe while agents keep writing). Do it before risky operations. Returns the "
+        "backup's path, checksum and memory count.",
+        _backup,
+        {
+            "name": {
+                "type": "string",
+                "description": "File name for the backup (default: <database>-<UTC time>.bak); not a path.",
+            },
+        },
+        per_session=False,
+    ),
+)
+TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
+
+
+# -- argument checks ------------------------------------------------------------------
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
+
+
+def _check_arguments(spec: ToolSpec, args: Result) -> None:
+    """Names and JSON types only; value rules (ranges, formats) are the API's to enforce."""
+    schema = spec.input_schema()
+    allowed = schema["properties"]
+    unknown = sorted(set(args) - set(allowed))
+    if unknown:
+        raise InvalidInputError(
+            f"{spec.name} does not take {', '.join(unknown)}; its arguments are: {', '.join(allowed)}"
+        )
+    missing = [name for name in schema["required"] if args.get(name) is None]
+    if missing:
+        raise InvalidInputError(f"{spec.name} needs {', '.join(missing)}")
+    for name, value in list(args.items()):
+        if value is None:  # JSON null means "not given"
+            del args[name]
+            continue
+        expected = allowed[name]["type"]
+        types = expected if isinstance(expected, list) else [expected]
+        if not any(_JSON_TYPES[t](value) for t in types):
+            raise InvalidInputError(
+                f"{spec.name}: {name} must be of JSON type {' or '.join(types)}, got {type(value).__name__}"
+            )
+        if "enum" in allowed[name] and value not in allowed[name]["enum"]:
+            choices = allowed[name]["enum"]
+            raise InvalidInputError(f"{spec.name}: {name} must be one of {choices}, got {value!r}")

@@ -1,0 +1,248 @@
+"""The ``mnemosyne`` command, run as a real process: output, JSON and exit codes.
+
+Each process start costs a few hundred milliseconds, so state is prepared and checked
+through the library in-process where the CLI itself is not what is being tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import Mnemosyne
+from mnemosyne.dr.recovery import create_backup
+
+pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+OK, NOT_FOUND, BAD_INPUT, FAILURE = 0, 1, 2, 3
+
+
+class Cli:
+    """Runs ``python -m mnemosyne COMMAND ... --db <db>`` and returns the finished process."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.db = tmp_path / "cli.db"
+        self.unused_default = tmp_path / "default-must-stay-unused.db"
+        # Never touch the user's real database, whatever a command defaults to.
+        self.env = {**os.environ, "MNEMOSYNE_DB": str(self.unused_default), "MNEMOSYNE_EMBEDDER": "none"}
+
+    def __call__(
+        self, *args: str, db: Path | None = None, expect: int | None = OK
+    ) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "mnemosyne", *args]
+        if args and not args[0].startswith("-"):
+            command += ["--db", str(db or self.db)]
+        done = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
+        if expect is not None:
+            assert done.returncode == expect, (command, done.stdout, done.stderr)
+            assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def json(self, *args: str, **kwargs) -> object:
+        return json.loads(self(*args, "--json", **kwargs).stdout)
+
+    def memories(self, session: str = "default", db: Path | None = None) -> Mnemosyne:
+        """The same database, opened in-process."""
+        return Mnemosyne(session_id=session, db_path=db or self.db)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    runner = Cli(tmp_path)
+    yield runner
+    assert not runner.unused_default.exists()
+
+
+def test_help(cli: Cli) -> None:
+    done = cli("--help")
+    assert done.stdout.startswith("usage: mnemosyne")
+    for command in ("remember", "recall", "get", "update", "forget", "stats",
+                    "backup", "verify-backup", "restore", "export", "import"):
+        assert command in done.stdout
+    assert cli(expect=BAD_INPUT).stdout.startswith("usage:")  # no command: help, and exit 2
+
+
+def test_remember_prints_an_id_and_recall_finds_it(cli: Cli) -> None:
+    content = "The staging server reboots every Sunday at 04:00"
+    memory_id = cli("remember", content, "--importance", "0.8").stdout.strip()
+    assert UUID.match(memory_id), memory_id
+    with cli.memories() as mem:
+        other = mem.remember("Lunch is at noon", scope="global")
+
+    table = cli("recall", "staging server reboot").stdout.splitlines()
+    assert table[0].split() == ["score", "created", "scope", "source", "id", "content"]
+    assert memory_id in table[1] and table[1].endswith(content)
+
+    results = cli.json("recall", "staging server reboot")
+    assert isinstance(results, list) and results
+    assert all({"id", "content", "score"} <= set(r) for r in results)
+    hit = results[0]
+    assert hit["id"] == memory_id
+    assert hit["content"] == content
+    assert isinstance(hit["score"], float) and hit["score"] > 0
+    assert hit["importance"] == 0.8
+
+    global_hits = [r["id"] for r in cli.json("recall", "lunch noon staging", "--scope", "global")]
+    assert global_hits[0] == other and memory_id not in global_hits  # --scope reaches recall
+
+
+def test_get_update_forget(cli: Cli) -> None:
+    memory_id = cli("remember", "Draft budget is 10k", "--metadata", '{"ticket": 42, "tags": ["q3"]}',
+                    "--created-at", "2024-05-06T07:08:09+00:00").stdout.strip()
+    got = cli.json("get", memory_id)
+    assert got["id"] == memory_id and got["content"] == "Draft budget is 10k"
+    assert got["metadata"] == {"ticket": 42, "tags": ["q3"]}
+    assert got["created_at"] == "2024-05-06T07:08:09+00:00"
+    table = cli("get", memory_id).stdout
+    assert "Draft budget is 10k" in table and '{"ticket": 42, "tags": ["q3"]}' in table
+    cli("get", memory_id, "--session", "someone-else", expect=NOT_FOUND)  # session-scoped
+
+    updated = cli.json("update", memory_id, "--content", "Final budget is 12k", "--importance", "0.9",
+                       "--metadata", '{"ticket": 43}')
+    assert updated["content"] == "Final budget is 12k"
+    assert (updated["importance"], updated["metadata"]) == (0.9, {"ticket": 43})
+    with cli.memories() as mem:
+        assert mem.get(memory_id).content == "Final budget is 12k"
+        assert mem.recall("final budget")[0].id == memory_id
+
+    assert cli.json("forget", memory_id) == {"forgotten": memory_id}
+    cli("get", memory_id, expect=NOT_FOUND)
+    with cli.memories() as mem:
+        assert mem.get(memory_id) is None
+        assert memory_id not in [m.id for m in mem.recall("budget")]
+
+
+def test_stats_backup_verify_restore(cli: Cli, tmp_path: Path) -> None:
+    with cli.memories() as mem:
+        kept = mem.remember("the vault code is in the blue binder")
+        mem.remember("the spare key is under the mat", scope="global")
+    backup = tmp_path / "backups" / "nightly.bak"  # folder created on demand
+    assert "backed up 2 memories" in cli("backup", str(backup)).stdout
+    assert backup.is_file()
+    assert cli.json("verify-backup", str(backup))["memory_count"] == 2
+
+    stats = cli.json("stats")
+    assert stats["total"] == 2 and stats["by_scope"] == {"global": 1, "session": 1}
+    assert stats["last_backup_at"] is not None
+
+    with cli.memories() as mem:
+        added = mem.remember("a memory written after the backup")
+        mem.forget(kept)
+    assert cli.json("restore", str(backup))["memory_count"] == 2
+    with cli.memories() as mem:
+        assert mem.get(added) is None
+        assert mem.recall("vault code blue binder")[0].id == kept
+        assert mem.get_stats().total == 2
+    assert len(list(tmp_path.glob("cli.db.pre-restore-*.bak"))) == 1
+
+
+def test_export_import(cli: Cli, tmp_path: Path) -> None:
+    ids = []
+    for i in range(3):
+        with cli.memories(session=f"s{i}") as mem:
+            ids.append(mem.remember(f"exported memory {i}", metadata={"i": i}))
+    export = tmp_path / "out" / "all.jsonl"
+    assert cli.json("export", str(export)) == {"exported": 3, "path": str(export)}
+    other = tmp_path / "other.db"
+    assert cli.json("import", str(export), db=other) == {"imported": 3, "path": str(export)}
+    assert "imported 0 new memories" in cli("import", str(export), db=other).stdout
+    for i, memory_id in enumerate(ids):
+        with cli.memories(session=f"s{i}", db=other) as mem:
+            memory = mem.get(memory_id)
+            assert (memory.content, memory.metadata) == (f"exported memory {i}", {"i": i})
+
+
+# -- exit codes and errors --------------------------------------------------------------
+
+
+@pytest.fixture
+def corrupt_backup(tmp_path: Path) -> Path:
+    source = tmp_path / "source.db"
+    with Mnemosyne(db_path=source) as mem:
+        mem.remember_many([f"backed up {i}" for i in range(20)])
+    backup = tmp_path / "corrupt.bak"
+    create_backup(db_path=source, backup_path=backup)
+    data = bytearray(backup.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 32] = b"\x00" * 32
+    backup.write_bytes(bytes(data))
+    return backup
+
+
+UNKNOWN = "01900000-0000-7000-8000-000000000000"
+FAILURES = {
+    "get unknown id": (["get", UNKNOWN], NOT_FOUND, "not_found"),
+    "forget unknown id": (["forget", UNKNOWN], NOT_FOUND, "not_found"),
+    "update unknown id": (["update", UNKNOWN, "--content", "x"], NOT_FOUND, "not_found"),
+    "importance 5": (["remember", "hello", "--importance", "5"], BAD_INPUT, "invalid_input"),
+    "empty content": (["remember", ""], BAD_INPUT, "invalid_input"),
+    "blank query": (["recall", "  \n "], BAD_INPUT, "invalid_input"),
+    "import missing file": (["import", "{tmp}/missing.jsonl"], BAD_INPUT, "invalid_input"),
+    "restore corrupt backup": (["restore", "{corrupt}"], FAILURE, "backup_error"),
+    "verify corrupt backup": (["verify-backup", "{corrupt}"], FAILURE, "backup_error"),
+}
+
+
+@pytest.mark.parametrize(("args", "code", "error_code"), FAILURES.values(), ids=FAILURES.keys())
+def test_failures_exit_with_their_code_and_a_json_error(
+    cli: Cli, tmp_path: Path, request: pytest.FixtureRequest, args, code, error_code
+) -> None:
+    with cli.memories() as mem:
+        existing = mem.remember("an existing memory")
+    corrupt = request.getfixturevalue("corrupt_backup") if "{corrupt}" in args else None
+    args = [a.replace("{tmp}", str(tmp_path)).replace("{corrupt}", str(corrupt)) for a in args]
+
+    done = cli(*args, "--json", expect=code)
+    assert done.stdout == ""
+    error = json.loads(done.stderr)["error"]  # the whole of stderr is one JSON object
+    assert error["code"] == error_code
+    assert isinstance(error["message"], str) and error["message"]
+    with cli.memories() as mem:  # nothing was written, nothing was lost
+        assert mem.get_stats().total == 1 and mem.get(existing) is not None
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["get", UNKNOWN], NOT_FOUND),
+    (["remember", "hello", "--importance", "5"], BAD_INPUT),
+    (["backup", "{tmp}/b.bak"], FAILURE),  # there is no database to back up
+])
+def test_failures_without_json_print_one_readable_line(cli: Cli, tmp_path: Path, args, code) -> None:
+    done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], expect=code)
+    assert done.stdout == ""
+    assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
+
+
+def test_bad_metadata_json_is_bad_input(cli: Cli) -> None:
+    done = cli("remember", "hello", "--metadata", "{not json", expect=BAD_INPUT)
+    assert "--metadata" in done.stderr and "not valid JSON" in done.stderr
+    cli("remember", "hello", "--metadata", "[1, 2]", expect=BAD_INPUT)  # JSON, but not an object
+    assert not cli.db.exists()
+
+
+def test_unreadable_database_is_a_storage_failure(cli: Cli) -> None:
+    cli.db.write_text("this is not a database\n", encoding="utf-8")
+    error = json.loads(cli("stats", "--json", expect=FAILURE).stderr)["error"]
+    assert error["code"] == "not_a_database"
+    assert cli.db.read_text(encoding="utf-8") == "this is not a database\n"
+
+
+def test_bad_metadata_with_json_flag_is_a_json_error(cli: Cli) -> None:
+    done = cli("remember", "hello", "--metadata", "{not json", "--json", expect=BAD_INPUT)
+    assert json.loads(done.stderr)["error"]["code"] == "invalid_input"
+
+
+def test_export_to_a_folder_is_a_clean_failure(cli: Cli, tmp_path: Path) -> None:
+    with cli.memories() as mem:
+        mem.remember("something")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    done = cli("export", str(folder), "--json", expect=FAILURE)  # not 1, which means "not found"
+    assert done.stdout == ""
+    assert json.loads(done.stderr)["error"]["message"]
+    assert list(folder.iterdir()) == [] and not list(tmp_path.glob(".a-folder*"))  # no temp file left

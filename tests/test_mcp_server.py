@@ -1,0 +1,159 @@
+"""The MCP server, driven by the SDK's real client: over stdio and over streamable HTTP.
+
+The server runs as a real subprocess (``python -m mnemosyne mcp``) on a real SQLite
+file; the client is ``mcp.Client``, as an agent framework would use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+TOOL_NAMES = {"remember", "recall", "get", "update", "forget", "stats", "backup"}
+
+
+def server_command(db: Path, *extra: str) -> list[str]:
+    return ["-m", "mnemosyne", "mcp", "--db", str(db), *extra]
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    data = json.loads(result.content[0].text)
+    assert result.structured_content == data
+    assert bool(result.is_error) == ("error" in data), data
+    return data
+
+
+async def exercise(client: Client) -> None:
+    """What every transport must do: list, remember, recall, refuse bad input."""
+    listed = (await client.list_tools()).tools
+    assert {tool.name for tool in listed} == TOOL_NAMES
+    for tool in listed:
+        assert tool.description and len(tool.description) > 40
+        schema = tool.input_schema
+        assert schema["type"] == "object" and set(schema["required"]) <= set(schema["properties"])
+        assert all(prop.get("description") for prop in schema["properties"].values()), tool.name
+
+    stored = await call(client, "remember", content="Next step: implement the responsive navigation.",
+                        source="task-tracker", importance=0.8)
+    found = await call(client, "recall", query="next step navigation", top_k=5)
+    assert found["count"] == 1
+    assert found["memories"][0]["id"] == stored["id"]
+    assert found["memories"][0]["content"] == "Next step: implement the responsive navigation."
+    assert found["memories"][0]["importance"] == 0.8
+
+    bad = await call(client, "remember", content="too important", importance=5)
+    assert bad["error"]["code"] == "invalid_input"
+    assert "importance" in bad["error"]["message"]
+    assert "Traceback" not in json.dumps(bad)
+    assert (await call(client, "recall", query="too important"))["count"] == 0  # nothing was written
+
+
+def test_stdio_tools_errors_and_session_isolation(tmp_path: Path):
+    db = tmp_path / "memories.db"
+    params = StdioServerParameters(
+        command=sys.executable, args=server_command(db, "--session", "planner"), cwd=str(tmp_path)
+    )
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                await exercise(client)
+
+                # Two agents, one database: each sees its own session scope plus global.
+                await call(client, "remember", content="Coder's scratch note about the lexer.",
+                           session_id="coder")
+                await call(client, "remember", content="Shared rule: the lexer is hand-written.",
+                           session_id="coder", scope="global")
+                coder = await call(client, "recall", query="lexer", session_id="coder")
+                reviewer = await call(client, "recall", query="lexer", session_id="reviewer")
+                assert coder["count"] == 2
+                assert [m["content"] for m in reviewer["memories"]] == [
+                    "Shared rule: the lexer is hand-written."]
+
+                # The default session is the one given on the command line.
+                planner_note = await call(client, "remember", content="Planner's private plan.")
+                assert planner_note["session_id"] == "planner"
+                hidden = await call(client, "get", memory_id=planner_note["id"], session_id="coder")
+                assert hidden["error"]["code"] == "not_found"
+                note_id = planner_note["id"]
+                assert (await call(client, "get", memory_id=note_id))["memory"]["session_id"] == "planner"
+
+                updated = await call(client, "update", memory_id=note_id, importance=0.9)
+                assert updated["memory"]["importance"] == 0.9
+                assert (await call(client, "forget", memory_id=note_id))["forgotten"] == note_id
+                assert (await call(client, "get", memory_id=note_id))["error"]["code"] == "not_found"
+
+                stats = await call(client, "stats")
+                assert stats["total"] == 3 and stats["by_session"] == {"planner": 1, "coder": 2}
+                unknown = await call(client, "recall", query="x", top_k="ten")
+                assert unknown["error"]["code"] == "invalid_input"
+
+                backup = await call(client, "backup")
+                assert backup["memory_count"] == 3
+                assert Path(backup["backup_path"]).parent == tmp_path / "backups"
+
+    anyio.run(main)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log = process.stderr.read().decode() if process.stderr else ""
+            raise AssertionError(f"server exited early: {log}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"server did not listen on {port} within {timeout}s")
+
+
+def test_streamable_http(tmp_path: Path):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *server_command(tmp_path / "memories.db", "--http", "--host", "127.0.0.1",
+                                         "--port", str(port))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path, env=os.environ.copy(),
+    )
+    try:
+        wait_for_port(port, process)
+
+        async def main() -> None:
+            with anyio.fail_after(60):
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    await exercise(client)
+                # A second client (another agent) sees what the first stored globally.
+                async with Client(f"http://127.0.0.1:{port}/mcp") as first:
+                    await call(first, "remember", content="Deploy window is Friday 18:00 UTC.",
+                               scope="global", session_id="ops")
+                async with Client(f"http://127.0.0.1:{port}/mcp") as second:
+                    seen = await call(second, "recall", query="deploy window", session_id="planner")
+                    assert [m["content"] for m in seen["memories"]] == ["Deploy window is Friday 18:00 UTC."]
+
+        anyio.run(main)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, process.stderr.read().decode() if process.stderr else ""

@@ -1,0 +1,96 @@
+"""The MCP tool table, called in-process (no SDK): schemas, argument checks, sessions, backups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne.dr.recovery import verify_backup
+from mnemosyne.interfaces.mcp_tools import TOOLS, Sessions, call_tool
+
+
+@pytest.fixture
+def sessions(tmp_path: Path):
+    opened = Sessions(tmp_path / "memories.db", default_session="planner")
+    yield opened
+    opened.close()
+
+
+def test_every_tool_has_a_usable_schema():
+    for spec in TOOLS:
+        schema = spec.input_schema()
+        assert schema["additionalProperties"] is False
+        assert set(schema["required"]) <= set(schema["properties"])
+        for name, prop in schema["properties"].items():
+            assert prop["description"].strip(), f"{spec.name}.{name} has no description"
+            types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+            assert set(types) <= {"string", "number", "integer", "boolean", "object", "array"}
+        assert ("session_id" in schema["properties"]) == spec.per_session
+
+
+def test_remember_and_recall_through_the_table(sessions: Sessions):
+    stored = call_tool(sessions, "remember", {"content": "Font is Inter", "importance": 0.7,
+                                              "metadata": {"ticket": 4}, "source": None})
+    assert stored["session_id"] == "planner"
+    found = call_tool(sessions, "recall", {"query": "which font", "source": ["conversation", "ops"]})
+    assert [m["id"] for m in found["memories"]] == [stored["id"]]
+    assert found["memories"][0]["metadata"] == {"ticket": 4}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "needle"),
+    [
+        ("remember", {"content": "x", "importance": 5}, "importance"),
+        ("remember", {"content": "x", "importance": "high"}, "JSON type number"),
+        ("remember", {"content": "x", "scope": "team"}, "scope"),
+        ("remember", {"content": "x", "colour": "red"}, "does not take colour"),
+        ("remember", {}, "needs content"),
+        ("recall", {"query": "x", "top_k": True}, "JSON type integer"),
+        ("recall", {"query": "x", "top_k": 0}, "top_k"),
+        ("update", {"memory_id": "x"}, "at least one"),
+        ("backup", {"name": "../../etc/passwd"}, "plain file name"),
+        ("teleport", {}, "there is no tool"),
+    ],
+)
+def test_bad_arguments_are_invalid_input_and_write_nothing(sessions: Sessions, tool, arguments, needle):
+    with pytest.raises(InvalidInputError, match=needle):
+        call_tool(sessions, tool, arguments)
+    assert sessions.get().get_stats().total == 0
+    assert not (sessions.backup_dir.exists() and any(sessions.backup_dir.iterdir()))
+
+
+def test_sessions_see_their_own_scope_plus_global(sessions: Sessions):
+    private = call_tool(sessions, "remember", {"content": "coder's lexer note", "session_id": "coder"})
+    shared = {"content": "shared lexer rule", "scope": "global", "session_id": "coder"}
+    call_tool(sessions, "remember", shared)
+    other = call_tool(sessions, "recall", {"query": "lexer", "session_id": "reviewer"})
+    assert [m["content"] for m in other["memories"]] == ["shared lexer rule"]
+    with pytest.raises(MemoryNotFoundError):
+        call_tool(sessions, "forget", {"memory_id": private["id"], "session_id": "reviewer"})
+    with pytest.raises(InvalidInputError):
+        call_tool(sessions, "recall", {"query": "lexer", "session_id": ""})
+    # The same database, seen through the public API.
+    with Mnemosyne(session_id="coder", db_path=sessions.get().db_path) as mem:
+        assert mem.get(private["id"]) is not None
+
+
+def test_backups_get_unique_names_and_never_replace_one(sessions: Sessions):
+    call_tool(sessions, "remember", {"content": "worth keeping"})
+    first = call_tool(sessions, "backup", {})
+    second = call_tool(sessions, "backup", {})
+    assert first["backup_path"] != second["backup_path"]
+    named = call_tool(sessions, "backup", {"name": "pre-deploy.bak"})
+    assert verify_backup(named["backup_path"]).memory_count == 1
+    with pytest.raises(InvalidInputError, match="already exists"):
+        call_tool(sessions, "backup", {"name": "pre-deploy.bak"})
+
+
+def test_backup_dir_can_be_chosen(tmp_path: Path):
+    sessions = Sessions(tmp_path / "db" / "memories.db", backup_dir=tmp_path / "elsewhere")
+    try:
+        result = call_tool(sessions, "backup", {"name": "b1.bak"})
+    finally:
+        sessions.close()
+    assert Path(result["backup_path"]) == (tmp_path / "elsewhere" / "b1.bak").resolve()

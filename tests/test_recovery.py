@@ -1,0 +1,478 @@
+"""Backups and restores (``mnemosyne.dr.recovery``) against real SQLite files.
+
+A backup is a SQLite file plus ``<backup>.manifest.json``; a restore must refuse
+anything that is not a verified backup before it touches the target database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError
+from mnemosyne.dr.recovery import create_backup, manifest_path, restore_backup, verify_backup
+
+pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
+
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def sha256(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def rows(db: Path) -> list[tuple]:
+    """Every memory row (id, session, scope, content, metadata), read with plain sqlite3."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "SELECT id, session_id, scope, content, metadata FROM memories ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def fts_integrity_ok(db: Path) -> None:
+    """Raise if the full-text index disagrees with the memories table."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def seed(db: Path, count: int = 5, session: str = "s1") -> list[str]:
+    with Mnemosyne(session_id=session, db_path=db) as mem:
+        return [
+            mem.remember(f"seeded fact number {i} about kestrels", scope="global", metadata={"i": i})
+            for i in range(count)
+        ]
+
+
+def copy_backup(src: Path, dest: Path, *, with_manifest: bool = True) -> Path:
+    shutil.copyfile(src, dest)
+    if with_manifest:
+        shutil.copyfile(manifest_path(src), manifest_path(dest))
+    return dest
+
+
+def forge_manifest(bad: Path, template: Path) -> None:
+    """Give ``bad`` a manifest whose checksum matches it, so only content checks remain."""
+    manifest = json.loads(manifest_path(template).read_text(encoding="utf-8"))
+    data = bad.read_bytes()
+    manifest.update(sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data))
+    manifest_path(bad).write_text(json.dumps(manifest), encoding="utf-8")
+
+
+# -- backups while another process writes ----------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import pathlib, sys
+    from mnemosyne import Mnemosyne
+
+    db, stop = sys.argv[1], pathlib.Path(sys.argv[2])
+    written = 0
+    with Mnemosyne(session_id="writer", db_path=db) as mem:
+        while not (stop.exists() and written >= 20):
+            mem.remember(
+                f"heartbeat entry{written} from the writer process",
+                scope="global", metadata={"seq": written},
+            )
+            written += 1
+            if written == 1:
+                print("started", flush=True)
+    print(written, flush=True)
+    """
+)
+
+
+def count_memories(db: Path) -> int:
+    conn = sqlite3.connect(db, timeout=10)
+    try:
+        return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_backups_taken_while_another_process_writes_are_consistent_and_restorable(tmp_path: Path) -> None:
+    db = tmp_path / "live.db"
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), str(stop)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    manifests = []
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "started"
+        for k in range(4):
+            manifests.append(create_backup(db_path=db, backup_path=tmp_path / "backups" / f"b{k}.bak"))
+            # Let the writer get visibly further before the next backup.
+            deadline = time.monotonic() + 20
+            while count_memories(db) <= manifests[-1].memory_count and time.monotonic() < deadline:
+                time.sleep(0.01)
+    finally:
+        stop.touch()
+        out, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    assert "Traceback" not in err and err == ""
+    written = int(out.split()[-1])
+
+    counts = [m.memory_count for m in manifests]
+    assert counts == sorted(counts) and counts[0] < counts[-1] <= written, counts
+
+    for k, manifest in enumerate(manifests):
+        backup = tmp_path / "backups" / f"b{k}.bak"
+        assert verify_backup(backup) == manifest
+        restored = tmp_path / "restored" / str(k) / "memories.db"
+        assert restore_backup(backup_path=backup, db_path=restored) == manifest
+
+        stored = rows(restored)
+        assert len(stored) == manifest.memory_count
+        # One consistent snapshot: exactly the first n writes, no gaps, no torn rows.
+        assert sorted(json.loads(r[4])["seq"] for r in stored) == list(range(manifest.memory_count))
+        fts_integrity_ok(restored)
+
+        last = manifest.memory_count - 1
+        with Mnemosyne(session_id="reader", db_path=restored) as mem:
+            assert mem.get_stats().total == manifest.memory_count
+            expected = f"heartbeat entry{last} from the writer process"
+            hits = [h.content for h in mem.recall(f"entry{last}", top_k=5)]
+            assert hits[0] == expected and hits.count(expected) == 1
+            assert len(mem.recall("heartbeat writer", top_k=3)) == min(3, manifest.memory_count)
+
+
+# -- paths -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("as_path", [str, Path], ids=["str", "Path"])
+def test_str_and_path_work_and_missing_folders_are_created(tmp_path: Path, as_path) -> None:
+    db = tmp_path / "memories.db"
+    ids = seed(db)
+    backup = tmp_path / "new" / "nested" / "folder" / "weekly.bak"
+    target = tmp_path / "other" / "deep" / "restored.db"
+
+    manifest = create_backup(db_path=as_path(db), backup_path=as_path(backup))
+    assert backup.is_file() and manifest_path(backup).is_file()
+    assert manifest.memory_count == len(ids)
+    assert verify_backup(as_path(backup)) == manifest
+
+    assert restore_backup(backup_path=as_path(backup), db_path=as_path(target)) == manifest
+    assert rows(target) == rows(db)
+    with Mnemosyne(session_id="anyone", db_path=target) as mem:
+        expected = [f"seeded fact number {i} about kestrels" for i in range(5)]
+        assert [mem.get(i).content for i in ids] == expected
+
+
+def test_manifest_describes_the_backup(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path, count=3)
+    backup = tmp_path / "b.bak"
+    manifest = create_backup(db_path=db_path, backup_path=backup)
+    on_disk = json.loads(manifest_path(backup).read_text(encoding="utf-8"))
+    assert on_disk["sha256"] == sha256(backup)
+    assert on_disk["size_bytes"] == backup.stat().st_size
+    assert on_disk["memory_count"] == manifest.memory_count == 3
+    assert on_disk["counts_by_status"] == {"active": 3}
+    assert on_disk["schema_version"] >= 1
+
+
+def test_backup_of_a_missing_database_or_onto_itself_is_refused(tmp_path: Path, db_path: Path) -> None:
+    with pytest.raises(BackupError):
+        create_backup(db_path=tmp_path / "absent.db", backup_path=tmp_path / "b.bak")
+    assert not (tmp_path / "b.bak").exists()
+    seed(db_path, count=1)
+    with pytest.raises(InvalidInputError):
+        create_backup(db_path=db_path, backup_path=db_path)
+    with pytest.raises(BackupError):
+        verify_backup(tmp_path / "absent.bak")
+
+
+def test_a_new_backup_replaces_an_old_one_at_the_same_path(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path, count=2)
+    backup = tmp_path / "b.bak"
+    assert create_backup(db_path=db_path, backup_path=backup).memory_count == 2
+    seed(db_path, count=3)
+    assert create_backup(db_path=db_path, backup_path=backup).memory_count == 5
+    assert verify_backup(backup).memory_count == 5
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# -- restoring over a database in use ---------------------------------------------------
+
+
+def test_restore_over_an_open_database_keeps_a_safety_copy_and_is_seen_live(
+    db_path: Path, tmp_path: Path
+) -> None:
+    live = Mnemosyne(session_id="s1", db_path=db_path)
+    try:
+        kept = live.remember("the harbour pilot boards at dawn", scope="global")
+        doomed = live.remember("the lighthouse keeper retires in spring", scope="global")
+        backup = tmp_path / "before-changes.bak"
+        create_backup(db_path=db_path, backup_path=backup)
+
+        later = live.remember("a storm surge warning was issued", scope="global")
+        live.forget(doomed)
+        before_restore = rows(db_path)
+
+        restore_backup(backup_path=backup, db_path=db_path)
+
+        # The instance opened before the restore sees the restored contents.
+        assert live.get(doomed) is not None
+        assert live.get(later) is None
+        assert live.recall("lighthouse keeper")[0].id == doomed
+        assert later not in {m.id for m in live.recall("storm surge warning")}
+        assert {m.id for m in live.recall("harbour pilot lighthouse")} == {kept, doomed}
+        assert live.get_stats().total == 2
+        # ... and can keep writing.
+        assert live.get(live.remember("after the restore", scope="global")) is not None
+    finally:
+        live.close()
+
+    safety = sorted(tmp_path.glob("memories.db.pre-restore-*.bak"))
+    assert len(safety) == 1
+    assert verify_backup(safety[0]).memory_count == 2
+    assert rows(safety[0]) == before_restore  # the replaced state, including `later`
+
+    conn = sqlite3.connect(db_path)
+    try:
+        restores = conn.execute("SELECT detail FROM audit_log WHERE op = 'restore'").fetchall()
+    finally:
+        conn.close()
+    assert len(restores) == 1 and json.loads(restores[0][0])["backup"] == str(backup)
+    fts_integrity_ok(db_path)
+
+
+def test_restore_invalidates_the_live_vector_index(db_path: Path, tmp_path: Path) -> None:
+    testing = pytest.importorskip("mnemosyne.testing")
+    live = Mnemosyne(session_id="s", db_path=db_path, embedder=testing.HashEmbedder())
+    try:
+        live.remember("alpha apples orchard", scope="global")
+        create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+        live.remember("zebra xylophone", scope="global")
+        live.recall("zebra xylophone")  # the live index now holds the zebra vector
+        restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+        mouse = live.remember("quiet mouse", scope="global")  # takes the dropped row's seq
+
+        live_hits = {m.id: m.explanation["dense"] for m in live.recall("quiet mouse", explain=True)}
+        assert live.recall("zebra xylophone") == []  # nothing left mentions zebras
+        assert live_hits[mouse] == 1.0  # its own vector, not the zebra's
+    finally:
+        live.close()
+
+
+def test_restored_database_reopens_with_the_backed_up_memories(db_path: Path, tmp_path: Path) -> None:
+    ids = seed(db_path, count=4)
+    backup = tmp_path / "b.bak"
+    create_backup(db_path=db_path, backup_path=backup)
+    with Mnemosyne(session_id="s1", db_path=db_path) as mem:
+        for memory_id in ids:
+            mem.forget(memory_id)
+    restore_backup(backup_path=backup, db_path=db_path)
+    with Mnemosyne(session_id="s2", db_path=db_path) as mem:
+        assert sorted(m.id for m in mem.recall("kestrels", top_k=10)) == sorted(ids)
+
+
+# -- refusing bad backups ---------------------------------------------------------------
+
+
+def corrupt(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "corrupt.bak")
+    data = bytearray(bad.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])
+    bad.write_bytes(bytes(data))
+    return bad
+
+
+def truncated(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "truncated.bak")
+    data = bad.read_bytes()
+    bad.write_bytes(data[: len(data) // 2])
+    return bad
+
+
+def truncated_with_matching_manifest(good: Path, work: Path) -> Path:
+    bad = truncated(good, work)
+    forge_manifest(bad, good)
+    return bad
+
+
+def random_bytes(good: Path, work: Path) -> Path:
+    bad = work / "random.bak"
+    bad.write_bytes(os.urandom(64 * 1024))
+    forge_manifest(bad, good)
+    return bad
+
+
+def text_file(good: Path, work: Path) -> Path:
+    bad = work / "notes.txt"
+    bad.write_text("these are my notes, not a database\n" * 200, encoding="utf-8")
+    return bad
+
+
+def text_file_with_matching_manifest(good: Path, work: Path) -> Path:
+    bad = text_file(good, work)
+    forge_manifest(bad, good)
+    return bad
+
+
+def without_manifest(good: Path, work: Path) -> Path:
+    return copy_backup(good, work / "lonely.bak", with_manifest=False)
+
+
+def manifest_of_another_backup(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "mismatched.bak", with_manifest=False)
+    other = work / "other.bak"
+    seed(work / "source.db", count=1)  # so the other backup differs
+    create_backup(db_path=work / "source.db", backup_path=other)
+    shutil.copyfile(manifest_path(other), manifest_path(bad))
+    return bad
+
+
+def unreadable_manifest(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "garbled.bak", with_manifest=False)
+    manifest_path(bad).write_text("{not json", encoding="utf-8")
+    return bad
+
+
+BAD_BACKUPS = [
+    corrupt, truncated, truncated_with_matching_manifest, random_bytes, text_file,
+    text_file_with_matching_manifest, without_manifest, manifest_of_another_backup, unreadable_manifest,
+]
+
+
+@pytest.mark.parametrize("make_bad", BAD_BACKUPS, ids=[f.__name__ for f in BAD_BACKUPS])
+def test_a_bad_backup_is_refused_and_the_target_is_untouched(tmp_path: Path, make_bad) -> None:
+    source = tmp_path / "source.db"
+    seed(source, count=30)
+    good = tmp_path / "good.bak"
+    create_backup(db_path=source, backup_path=good)
+    bad = make_bad(good, tmp_path)
+
+    target = tmp_path / "target.db"
+    wal = target.with_name(target.name + "-wal")
+    live = Mnemosyne(session_id="t", db_path=target)
+    try:
+        ids = [live.remember(f"target memory {i}") for i in range(10)]
+        assert wal.is_file()  # the open instance keeps recent writes in the WAL
+        before = (sha256(target), sha256(wal))
+        bad_bytes = sha256(bad)
+
+        with pytest.raises(BackupError):
+            verify_backup(bad)
+        with pytest.raises(BackupError) as raised:
+            restore_backup(backup_path=bad, db_path=target)
+        assert isinstance(raised.value, MnemosyneError)
+
+        assert (sha256(target), sha256(wal)) == before
+        assert sha256(bad) == bad_bytes  # checking never modifies the backup either
+        assert [p.name for p in tmp_path.glob("target.db.*")] == []  # no safety copy, nothing moved
+        assert [p.name for p in tmp_path.glob(".target.db*")] == []  # no staged leftovers
+        assert [m.content for m in map(live.get, ids)] == [f"target memory {i}" for i in range(10)]
+    finally:
+        live.close()
+    with Mnemosyne(session_id="t", db_path=target) as mem:
+        assert mem.get_stats().total == 10
+        assert [m.id for m in map(mem.get, ids)] == ids
+
+
+# -- restoring over a broken target -----------------------------------------------------
+
+
+def test_restore_over_an_unreadable_target_moves_the_old_files_aside(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    ids = seed(source, count=3)
+    backup = tmp_path / "good.bak"
+    create_backup(db_path=source, backup_path=backup)
+
+    target = tmp_path / "broken" / "memories.db"
+    target.parent.mkdir()
+    garbage, stale_wal = os.urandom(8192), os.urandom(4096)
+    target.write_bytes(garbage)
+    target.with_name("memories.db-wal").write_bytes(stale_wal)
+    with pytest.raises(MnemosyneError):
+        Mnemosyne(db_path=target)
+
+    restore_backup(backup_path=backup, db_path=target)
+
+    aside = {p.name: p.read_bytes() for p in target.parent.iterdir() if ".unreadable-" in p.name}
+    old_wal = [name for name in aside if name.endswith("-wal")]
+    old_db = [name for name in aside if not name.endswith("-wal")]
+    assert len(old_db) == len(old_wal) == 1, sorted(aside)
+    assert aside[old_db[0]] == garbage and aside[old_wal[0]] == stale_wal
+
+    assert rows(target) == rows(source)
+    fts_integrity_ok(target)
+    with Mnemosyne(session_id="s1", db_path=target) as mem:
+        assert sorted(m.id for m in mem.recall("kestrels")) == sorted(ids)
+
+
+def test_restore_into_a_missing_file_creates_it(tmp_path: Path, db_path: Path) -> None:
+    seed(db_path, count=2)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    target = tmp_path / "fresh.db"
+    restore_backup(backup_path=tmp_path / "b.bak", db_path=target)
+    assert rows(target) == rows(db_path)
+    assert not list(tmp_path.glob("fresh.db.*"))  # nothing to keep aside
+
+
+def test_restore_over_a_database_with_a_damaged_page_works(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    ids = seed(source, count=200)
+    backup = tmp_path / "good.bak"
+    create_backup(db_path=source, backup_path=backup)
+
+    target = tmp_path / "damaged.db"
+    shutil.copyfile(backup, target)
+    conn = sqlite3.connect(target)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    # The root pages of the memories table and of its indexes; page 1 (the schema) stays intact.
+    roots = [r for (r,) in conn.execute(
+        "SELECT rootpage FROM sqlite_master WHERE tbl_name = 'memories' AND rootpage > 0"
+    )]
+    conn.close()
+    data = bytearray(target.read_bytes())
+    for root in roots:
+        data[(root - 1) * page_size: root * page_size] = b"\xff" * page_size
+    target.write_bytes(bytes(data))
+    with pytest.raises(sqlite3.DatabaseError):
+        rows(target)
+
+    restore_backup(backup_path=backup, db_path=target)  # the reason restore exists
+    with Mnemosyne(session_id="s1", db_path=target) as mem:
+        assert mem.get_stats().total == len(ids)
+
+
+def test_backup_path_with_uri_special_characters(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path, count=2)
+    backup = tmp_path / "weekly #1 100%.bak"
+    assert create_backup(db_path=db_path, backup_path=backup).memory_count == 2
+    assert verify_backup(backup).memory_count == 2
+
+
+# -- stats ------------------------------------------------------------------------------
+
+
+def test_last_backup_at_is_recorded(db_path: Path, tmp_path: Path) -> None:
+    with Mnemosyne(db_path=db_path) as mem:
+        mem.remember("something worth keeping")
+        assert mem.get_stats().last_backup_at is None
+        before = datetime.now(timezone.utc)
+        create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+        after = datetime.now(timezone.utc)
+        stamp = mem.get_stats().last_backup_at
+    assert stamp is not None and stamp.tzinfo is not None
+    assert before <= stamp <= after
