@@ -7,7 +7,9 @@ from mnemosyne import errors
 def test_exported_names():
     assert mnemosyne.__all__ == [
         "BackupError",
+        "CorruptDatabaseError",
         "DatabaseBusyError",
+        "DiskFullError",
         "EmbedderError",
         "EmbedderMismatchError",
         "InvalidInputError",
@@ -18,6 +20,7 @@ def test_exported_names():
         "Mnemosyne",
         "MnemosyneError",
         "NotADatabaseError",
+        "ReadOnlyDatabaseError",
         "SchemaVersionError",
         "Stats",
         "StorageError",

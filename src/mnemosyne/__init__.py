@@ -19,7 +19,9 @@ from typing import Any
 
 from .errors import (
     BackupError,
+    CorruptDatabaseError,
     DatabaseBusyError,
+    DiskFullError,
     EmbedderError,
     EmbedderMismatchError,
     InvalidInputError,
@@ -28,6 +30,7 @@ from .errors import (
     MissingDependencyError,
     MnemosyneError,
     NotADatabaseError,
+    ReadOnlyDatabaseError,
     SchemaVersionError,
     StorageError,
 )
@@ -38,7 +41,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackupError",
+    "CorruptDatabaseError",
     "DatabaseBusyError",
+    "DiskFullError",
     "EmbedderError",
     "EmbedderMismatchError",
     "InvalidInputError",
@@ -49,6 +54,7 @@ __all__ = [
     "Mnemosyne",
     "MnemosyneError",
     "NotADatabaseError",
+    "ReadOnlyDatabaseError",
     "SchemaVersionError",
     "Stats",
     "StorageError",

@@ -13,7 +13,9 @@ from ...core.timeutil import from_timestamp
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory
-from .connection import Database
+from .access import AccessRecorder
+from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
+from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
 
 _COLUMNS = (
@@ -26,16 +28,13 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 class SQLiteStore:
     """Memories in one SQLite file (WAL mode), migrated to the latest schema on open."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = str(path)
         db_path = prepare_path(path)
-        self._db = Database(db_path)
+        self._db = Database(db_path, busy_timeout=busy_timeout)
+        self.access = AccessRecorder(self._db)
         try:
-            with self._db.read() as conn:
-                # The first real read tells a foreign file from a database.
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
+            self._db.prepare()
             self.safety_backup = migrate(self._db)
         except BaseException:
             self._db.close()
@@ -56,14 +55,12 @@ class SQLiteStore:
         return ids
 
     def _insert_one(self, conn: sqlite3.Connection, memory: NewMemory, op: str) -> str:
-        if memory.idempotency_key is not None:
-            row = conn.execute(
-                "SELECT id FROM memories WHERE idempotency_key = ?", (memory.idempotency_key,)
-            ).fetchone()
-            if row is not None:
-                return str(row[0])
-        conn.execute(
-            f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+        repeated = existing_id(conn, memory)
+        if repeated is not None:
+            return repeated
+        cursor = conn.execute(
+            f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
+            "ON CONFLICT (idempotency_key) DO NOTHING",
             (
                 memory.id, memory.session_id, memory.scope, memory.kind, memory.status,
                 memory.content, memory.content_hash, memory.source, memory.importance,
@@ -71,6 +68,8 @@ class SQLiteStore:
                 memory.recorded_at, memory.valid_until, 0, memory.idempotency_key,
             ),
         )
+        if cursor.rowcount == 0:  # the key's UNIQUE constraint says it is stored already
+            return str(for_key(conn, memory))
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
         return memory.id
 
@@ -198,6 +197,8 @@ class SQLiteStore:
         return self._db.connect()
 
     def close(self) -> None:
+        if not self._db.closed:
+            self.access.flush(lock_wait=1.0)
         self._db.close()
 
     # -- helpers --------------------------------------------------------------------
