@@ -10,6 +10,7 @@ def test_exported_names():
         "CorruptDatabaseError",
         "DatabaseBusyError",
         "DiskFullError",
+        "DoctorReport",
         "EmbedderError",
         "EmbedderMismatchError",
         "InvalidInputError",

@@ -35,7 +35,7 @@ from .errors import (
     StorageError,
 )
 from .memory import Mnemosyne
-from .models import Memory, Stats
+from .models import DoctorReport, Memory, Stats
 
 __version__ = "0.1.0"
 
@@ -44,6 +44,7 @@ __all__ = [
     "CorruptDatabaseError",
     "DatabaseBusyError",
     "DiskFullError",
+    "DoctorReport",
     "EmbedderError",
     "EmbedderMismatchError",
     "InvalidInputError",

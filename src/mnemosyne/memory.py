@@ -25,7 +25,7 @@ from .core.validation import (
     check_top_k,
 )
 from .errors import InvalidInputError
-from .models import Memory, Stats
+from .models import DoctorReport, Memory, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S
@@ -247,6 +247,22 @@ class Mnemosyne:
         line imports nothing. Importing the same file again adds nothing.
         """
         return self._store.import_memories(transfer.read_jsonl(Path(path)))
+
+    # -- health ---------------------------------------------------------------------
+
+    def doctor(self, repair: bool = False) -> DoctorReport:
+        """Check the database (integrity, schema, index/row consistency, audit coverage).
+
+        Read-only unless ``repair=True``: then a backup is taken first and every
+        derived index that failed is rebuilt from the rows.
+
+        >>> report = mem.doctor()
+        >>> report.ok
+        True
+        """
+        from .dr import doctor
+
+        return doctor.repair(self.db_path) if repair else doctor.diagnose(self.db_path)
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from ...models import Memory
 from ..base import Filters, NewMemory
 from .access import AccessRecorder
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
+from .derived import present
 from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
 
@@ -116,6 +117,14 @@ class SQLiteStore:
         """Append a database-wide event (a restore, a sleep) to the audit log."""
         with self._db.write(f"record {op}") as conn:
             audit(conn, op, None, None, detail)
+
+    def rebuild_indexes(self, names: Sequence[str], detail: dict[str, Any]) -> None:
+        """Rebuild the named derived indexes from the rows, in one audited transaction."""
+        with self._db.write("rebuild derived indexes") as conn:
+            for index in present(conn):
+                if index.name in names:
+                    index.rebuild(conn)
+            audit(conn, "repair", None, None, {"rebuilt": list(names), **detail})
 
     def set_meta(self, key: str, value: str) -> None:
         with self._db.write("record metadata") as conn:
