@@ -24,7 +24,6 @@ from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.derived import present
 from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _FILE_CHECKS = ("file", "open", "integrity", "schema", "read")
 
 
@@ -98,7 +97,8 @@ def repair(db_path: str | Path, backup_path: str | Path | None = None) -> Doctor
     if not broken:
         return before
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    backup = Path(backup_path) if backup_path is not None else path.with_name(f"{path.name}.pre-repair-{stamp}.bak")
+    default = path.with_name(f"{path.name}.pre-repair-{stamp}.bak")
+    backup = default if backup_path is None else Path(backup_path)
     create_backup(db_path=path, backup_path=backup)
     store = SQLiteStore(path)
     try:
@@ -185,13 +185,19 @@ def _file_problem(path: Path) -> str | None:
         return f"there is no database at {path}"
     if not path.is_file():
         return f"{path} is not a file"
+    # Not open(): closing a descriptor of the file would drop this process's SQLite
+    # locks on it. SQLite reads the header itself.
     try:
-        with open(path, "rb") as handle:
-            header = handle.read(16)
-    except OSError as exc:
-        return f"cannot read {path}: {exc}"
-    if header != _SQLITE_MAGIC:
-        return f"{path} is not a SQLite database (wrong header)"
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            return f"{path} is not a SQLite database ({exc})"
+    except sqlite3.Error as exc:
+        return f"cannot open {path} read-only: {exc}"
     return None
 
 

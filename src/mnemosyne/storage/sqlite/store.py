@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.timeutil import from_timestamp
-from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
+from ...errors import InvalidInputError, MemoryNotFoundError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory
 from .access import AccessRecorder
@@ -23,7 +23,6 @@ _COLUMNS = (
     "id, session_id, scope, kind, status, content, content_hash, source, importance, "
     "metadata, created_at, recorded_at, updated_at, valid_until, access_count, idempotency_key"
 )
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class SQLiteStore:
@@ -229,15 +228,10 @@ def prepare_path(path: str | Path) -> Path:
     db_path = Path(path).expanduser()
     if db_path.is_dir():
         raise InvalidInputError(f"db_path {db_path} is a directory; pass a file path such as {db_path / 'memories.db'}")
-    if db_path.exists():
-        with open(db_path, "rb") as handle:
-            header = handle.read(16)
-        if header and header != _SQLITE_MAGIC:
-            raise NotADatabaseError(
-                f"{db_path} exists but is not a SQLite database; point db_path at a new "
-                "file or at a Mnemosyne database",
-                db_path,
-            )
+    # The file's header is deliberately not read with open(): closing any descriptor
+    # of a database file drops every POSIX lock this process holds on it, including
+    # those of other open connections (a classic SQLite corruption). SQLite's own
+    # first read reports a foreign file instead (see Database.prepare).
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
