@@ -134,7 +134,8 @@ def run_crash(workdir: Path, iterations: int, max_delay: float = 0.6, seed: int 
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert proc.stdout is not None
-        ready = proc.stdout.readline().strip()
+        early = rng.random() < 0.2  # sometimes kill while it opens (and migrates)
+        ready = "ready" if early else proc.stdout.readline().strip()
         time.sleep(rng.uniform(0, max_delay))
         proc.send_signal(signal.SIGKILL)
         _, err = proc.communicate()
