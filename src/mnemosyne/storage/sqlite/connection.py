@@ -100,6 +100,16 @@ def translate(exc: BaseException, path: Path, action: str) -> StorageError:
             "nothing was written: free some space and retry",
             path,
         )
+    if (code == _CANTOPEN or "unable to open" in text) and path.parent.is_dir() and (
+        not path.exists() or not path.with_name(path.name + "-shm").exists()
+    ):
+        # The folder exists but SQLite could not create the file or its -wal/-shm.
+        return ReadOnlyDatabaseError(
+            f"cannot {action}: SQLite could not create {path.name} or its {path.name}-wal and "
+            f"{path.name}-shm files in {path.parent} ({exc}); make the folder writable or "
+            "choose another db_path",
+            path,
+        )
     if code == _CANTOPEN or "unable to open" in text:
         return StorageError(
             f"cannot open {path} ({exc}); check that its folder exists and that the file and "
@@ -151,14 +161,25 @@ class Database:
                 self.path, timeout=min(self.busy_timeout, _SQLITE_WAIT_CAP_S),
                 isolation_level=None, check_same_thread=False,
             )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA foreign_keys = ON")
-            # NORMAL is crash-safe in WAL mode (a process crash loses nothing
-            # committed); only a power cut can drop the last transactions.
-            conn.execute("PRAGMA synchronous = NORMAL")
-            return conn
         except sqlite3.Error as exc:
             raise translate(exc, self.path, "open the database") from exc
+        conn.row_factory = sqlite3.Row
+        end = time.monotonic() + self.busy_timeout
+        delay = _BACKOFF_START_S
+        while True:
+            try:
+                # The first statement loads the schema, which needs a read lock:
+                # busy here (another process holds an exclusive lock) is retried too.
+                conn.execute("PRAGMA foreign_keys = ON")
+                # NORMAL is crash-safe in WAL mode (a process crash loses nothing
+                # committed); only a power cut can drop the last transactions.
+                conn.execute("PRAGMA synchronous = NORMAL")
+                return conn
+            except sqlite3.Error as exc:
+                if not is_busy(exc) or time.monotonic() >= end:
+                    conn.close()
+                    raise translate(exc, self.path, "open the database") from exc
+            delay = _sleep(delay, end)
 
     def prepare(self) -> None:
         """Check the file is a database and switch it to WAL mode (retried if busy)."""

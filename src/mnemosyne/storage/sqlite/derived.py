@@ -26,7 +26,9 @@ class DerivedIndex:
     rebuild: Callable[[sqlite3.Connection], None]
 
 
-def fts_checker(fts: str, content: str = "memories", key: str = "seq") -> Callable[[sqlite3.Connection], list[str]]:
+def fts_checker(
+    fts: str, content: str = "memories", key: str = "seq"
+) -> Callable[[sqlite3.Connection], list[str]]:
     """Checks for an external-content FTS5 table kept in step with ``content`` by triggers."""
 
     def check(conn: sqlite3.Connection) -> list[str]:
