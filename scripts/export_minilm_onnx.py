@@ -246,11 +246,12 @@ def apache_license_text() -> str:
     """The canonical Apache-2.0 text, checked by hash so a local copy cannot drift.
 
     The gt package's own LICENSE covers its packaging code (MIT), not the model, so it
-    cannot be used; Debian ships the ASF text, and transformers' wheel carries it too.
+    cannot be used. Debian ships the ASF text, and so does the onnx wheel this script
+    already needs.
     """
     candidates = [Path("/usr/share/common-licenses/Apache-2.0")]
     try:
-        dist = metadata.distribution("transformers")
+        dist = metadata.distribution("onnx")
         candidates += [Path(str(dist.locate_file(f))) for f in dist.files or [] if f.name == "LICENSE"]
     except metadata.PackageNotFoundError:
         pass

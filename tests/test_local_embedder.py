@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,16 @@ def test_text_past_256_tokens_is_truncated(embedder: LocalEmbedder, texts: dict[
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
+def test_threads_can_share_one_embedder(texts: dict[str, str]) -> None:
+    # Servers call the core from worker threads: the first calls race to load.
+    fresh = LocalEmbedder()
+    batch = [texts["typeface_answer"], texts["allergy"], texts["emoji"]]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(fresh.embed, [batch] * 8))
+    for vectors in results:
+        np.testing.assert_allclose(vectors, results[0], atol=1e-6)
+
+
 def test_a_bare_string_is_rejected(embedder: LocalEmbedder) -> None:
     with pytest.raises(InvalidInputError):
         embedder.embed("the font is Inter")
@@ -164,6 +175,11 @@ def test_a_bad_thread_count_is_refused(monkeypatch: pytest.MonkeyPatch, value: s
     monkeypatch.setenv("MNEMOSYNE_THREADS", value)
     with pytest.raises(InvalidInputError, match="MNEMOSYNE_THREADS"):
         LocalEmbedder()
+
+
+def test_a_bad_threads_argument_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="threads"):
+        LocalEmbedder(threads=0)
 
 
 def test_a_broken_model_file_is_an_embedder_error(tmp_path: Path) -> None:

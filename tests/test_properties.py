@@ -78,8 +78,11 @@ def snapshot(db: Path) -> dict[str, dict[str, Any]]:
 
 
 def fill(db: Path, entries: list[tuple]) -> list[str]:
-    """Store ``entries`` in order, each from its own session; return their ids."""
-    sessions = {session: Mnemosyne(session_id=session, db_path=db) for *_, session, _ in entries}
+    """Store ``entries`` in order, each from its own session; return their ids.
+
+    Exact repeats are kept (``dedupe_window=0``): each entry must survive on its own.
+    """
+    sessions = {session: Mnemosyne(session_id=session, db_path=db, dedupe_window=0) for *_, session, _ in entries}
     try:
         return [
             sessions[session].remember(content, scope=scope, metadata=metadata, created_at=created_at)
@@ -92,7 +95,7 @@ def fill(db: Path, entries: list[tuple]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def shared(lexical_only: None, tmp_path_factory: pytest.TempPathFactory) -> Mnemosyne:
-    mem = Mnemosyne(session_id="props", db_path=tmp_path_factory.mktemp("props") / "memories.db")
+    mem = Mnemosyne(session_id="props", db_path=tmp_path_factory.mktemp("props") / "memories.db", dedupe_window=0)
     yield mem
     mem.close()
 

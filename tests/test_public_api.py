@@ -7,7 +7,10 @@ from mnemosyne import errors
 def test_exported_names():
     assert mnemosyne.__all__ == [
         "BackupError",
+        "CorruptDatabaseError",
         "DatabaseBusyError",
+        "DiskFullError",
+        "DoctorReport",
         "EmbedderError",
         "EmbedderMismatchError",
         "InvalidInputError",
@@ -18,6 +21,7 @@ def test_exported_names():
         "Mnemosyne",
         "MnemosyneError",
         "NotADatabaseError",
+        "ReadOnlyDatabaseError",
         "SchemaVersionError",
         "Stats",
         "StorageError",

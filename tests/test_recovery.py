@@ -54,7 +54,7 @@ def fts_integrity_ok(db: Path) -> None:
 
 
 def seed(db: Path, count: int = 5, session: str = "s1") -> list[str]:
-    with Mnemosyne(session_id=session, db_path=db) as mem:
+    with Mnemosyne(session_id=session, db_path=db, dedupe_window=0) as mem:  # re-seeding adds again
         return [
             mem.remember(f"seeded fact number {i} about kestrels", scope="global", metadata={"i": i})
             for i in range(count)

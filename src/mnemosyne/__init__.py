@@ -19,7 +19,9 @@ from typing import Any
 
 from .errors import (
     BackupError,
+    CorruptDatabaseError,
     DatabaseBusyError,
+    DiskFullError,
     EmbedderError,
     EmbedderMismatchError,
     InvalidInputError,
@@ -28,17 +30,21 @@ from .errors import (
     MissingDependencyError,
     MnemosyneError,
     NotADatabaseError,
+    ReadOnlyDatabaseError,
     SchemaVersionError,
     StorageError,
 )
 from .memory import Mnemosyne
-from .models import Memory, Stats
+from .models import DoctorReport, Memory, Stats
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BackupError",
+    "CorruptDatabaseError",
     "DatabaseBusyError",
+    "DiskFullError",
+    "DoctorReport",
     "EmbedderError",
     "EmbedderMismatchError",
     "InvalidInputError",
@@ -49,6 +55,7 @@ __all__ = [
     "Mnemosyne",
     "MnemosyneError",
     "NotADatabaseError",
+    "ReadOnlyDatabaseError",
     "SchemaVersionError",
     "Stats",
     "StorageError",

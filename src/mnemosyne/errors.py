@@ -6,6 +6,9 @@
     ├── StorageError                             the database could not do what was asked
     │   ├── DatabaseBusyError                    contention outlasted every retry
     │   ├── NotADatabaseError                    the file is not a (healthy) Mnemosyne database
+    │   │   └── CorruptDatabaseError             a SQLite file that is damaged or truncated
+    │   ├── ReadOnlyDatabaseError                the file or its folder cannot be written
+    │   ├── DiskFullError                        the disk (or a size limit) is full
     │   └── SchemaVersionError                   the database is newer than this code
     ├── BackupError                              a backup could not be made, verified or restored
     ├── EmbedderError                            the embedding model failed or does not match
@@ -70,6 +73,24 @@ class NotADatabaseError(StorageError):
     """The path holds something that is not a healthy Mnemosyne database."""
 
     code = "not_a_database"
+
+
+class CorruptDatabaseError(NotADatabaseError):
+    """The file is SQLite, but damaged or truncated; restore it from a backup."""
+
+    code = "corrupt_database"
+
+
+class ReadOnlyDatabaseError(StorageError):
+    """The database file, or the folder it lives in, cannot be written."""
+
+    code = "read_only"
+
+
+class DiskFullError(StorageError):
+    """The disk (or a file-size limit) is full; the write was rolled back."""
+
+    code = "disk_full"
 
 
 class SchemaVersionError(StorageError):

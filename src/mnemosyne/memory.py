@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from . import embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
+from .core.dedupe import DEFAULT_DEDUPE_WINDOW_S, check_seconds, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
@@ -25,9 +26,10 @@ from .core.validation import (
 )
 from .embedders.base import Embedder
 from .errors import InvalidInputError
-from .models import Memory, Stats
+from .models import DoctorReport, Memory, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
+from .storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S
 
 DB_ENV_VAR = "MNEMOSYNE_DB"
 
@@ -59,6 +61,13 @@ class Mnemosyne:
 
     ``db_path`` defaults to :func:`default_db_path`. Missing parent folders are
     created. Use it as a context manager, or call :meth:`close`.
+
+    Many threads and processes may share one database. ``busy_timeout`` (seconds)
+    bounds how long a call waits for other writers' locks before
+    :class:`DatabaseBusyError`. ``dedupe_window`` (seconds; 0 turns it off): a
+    ``remember`` of the same content (same session, scope and kind; case and
+    whitespace ignored) within this window returns the existing memory's id instead
+    of storing a duplicate.
     """
 
     def __init__(
@@ -67,9 +76,15 @@ class Mnemosyne:
         db_path: str | Path | None = None,
         *,
         embedder: str | Embedder | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
+        dedupe_window: float = DEFAULT_DEDUPE_WINDOW_S,
     ) -> None:
         self.session_id = check_label(session_id, "session_id")
-        self._store = SQLiteStore(default_db_path() if db_path is None else db_path)
+        self.dedupe_window = check_seconds(dedupe_window, "dedupe_window")
+        busy_timeout = check_seconds(busy_timeout, "busy_timeout")
+        self._store = SQLiteStore(
+            default_db_path() if db_path is None else db_path, busy_timeout=busy_timeout
+        )
         self.db_path = Path(self._store.path)
         try:
             self._embedder = embedding.choose(embedder, self._store.recorded_embedder())
@@ -90,6 +105,9 @@ class Mnemosyne:
         metadata: Mapping[str, Any] | None = None,
         created_at: TimeLike | None = None,
         valid_until: TimeLike | None = None,
+        *,
+        idempotency_key: str | None = None,
+        allow_duplicate: bool = False,
     ) -> str:
         """Store one memory and return its id.
 
@@ -97,20 +115,28 @@ class Mnemosyne:
         shares it with every session of the database. ``created_at`` records when
         it happened (default: now); ``valid_until`` hides it from recall after then.
 
+        Safe to retry: with an ``idempotency_key``, a retry of the same write (from
+        any process) returns the id stored the first time; reusing a key for other
+        content raises :class:`InvalidInputError`. Without a key, the same content
+        remembered again within ``dedupe_window`` returns the existing id, unless
+        ``allow_duplicate=True``.
+
         >>> mem.remember("Deploy window is Friday 18:00 UTC", source="ops", importance=0.8)
         '01938f7e-...'
         """
         memory = self._prepare(
             content=content, source=source, importance=importance, scope=scope,
             metadata=metadata, created_at=created_at, valid_until=valid_until,
+            idempotency_key=idempotency_key, allow_duplicate=allow_duplicate,
         )
         return self._insert([memory])[0]
 
     def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories in one transaction; return their ids in order.
 
-        Each item is the content string or a dict of :meth:`remember`'s arguments.
-        Every item is validated first: one bad item stores nothing.
+        Each item is the content string or a dict of :meth:`remember`'s arguments
+        (``idempotency_key`` and ``allow_duplicate`` included). Every item is
+        validated first: one bad item stores nothing.
 
         >>> mem.remember_many(["first event", {"content": "second", "importance": 0.9}])
         """
@@ -200,10 +226,12 @@ class Mnemosyne:
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
         now_ts = optional_timestamp(now, "now")
-        return retrieval.search(
+        results = retrieval.search(
             self._store, self._embedder, query, filters, top_k,
             now=time.time() if now_ts is None else now_ts, explain=explain,
         )
+        self._store.access.record(memory.id for memory in results)  # batched; never fails recall
+        return results
 
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id if it is visible from this session, else None."""
@@ -293,6 +321,22 @@ class Mnemosyne:
         self.backfill_vectors()  # memories written while we were embedding
         return len(pairs)
 
+    # -- health ---------------------------------------------------------------------
+
+    def doctor(self, repair: bool = False) -> DoctorReport:
+        """Check the database (integrity, schema, index/row consistency, audit coverage).
+
+        Read-only unless ``repair=True``: then a backup is taken first and every
+        derived index that failed is rebuilt from the rows.
+
+        >>> report = mem.doctor()
+        >>> report.ok
+        True
+        """
+        from .dr import doctor
+
+        return doctor.repair(self.db_path) if repair else doctor.diagnose(self.db_path)
+
     # -- lifecycle ------------------------------------------------------------------
 
     def close(self) -> None:
@@ -332,10 +376,16 @@ class Mnemosyne:
         metadata: Mapping[str, Any] | None = None,
         created_at: TimeLike | None = None,
         valid_until: TimeLike | None = None,
+        idempotency_key: str | None = None,
+        allow_duplicate: bool = False,
     ) -> NewMemory:
         content = check_content(content)
         recorded_at = now()
         created = optional_timestamp(created_at, "created_at")
+        if idempotency_key is not None:
+            check_label(idempotency_key, "idempotency_key")
+        if not isinstance(allow_duplicate, bool):
+            raise InvalidInputError(f"allow_duplicate must be True or False, got {allow_duplicate!r}")
         return NewMemory(
             id=new_id(),
             session_id=self.session_id,
@@ -348,6 +398,8 @@ class Mnemosyne:
             created_at=recorded_at if created is None else created,
             recorded_at=recorded_at,
             valid_until=optional_timestamp(valid_until, "valid_until"),
+            idempotency_key=idempotency_key,
+            dedupe_since=dedupe_since(recorded_at, self.dedupe_window, allow_duplicate),
         )
 
     def _filters(
@@ -388,5 +440,6 @@ def _reporting(items: Iterable[T], progress: Progress, total: int | None) -> Ite
 
 
 _REMEMBER_FIELDS = frozenset(
-    {"content", "source", "importance", "scope", "metadata", "created_at", "valid_until"}
+    {"content", "source", "importance", "scope", "metadata", "created_at", "valid_until",
+     "idempotency_key", "allow_duplicate"}
 )

@@ -79,3 +79,43 @@ class Stats:
             if data[key] is not None:
                 data[key] = data[key].isoformat()
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorCheck:
+    """One finding of ``doctor()``: what was checked, whether it passed, and how."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """What ``doctor()`` found (and, with ``repair=True``, what it rebuilt).
+
+    >>> report = mem.doctor()
+    >>> report.ok, [c.name for c in report.problems]
+    (True, [])
+    """
+
+    db_path: str
+    schema_version: int | None
+    latest_schema_version: int
+    checks: tuple[DoctorCheck, ...]
+    repaired: tuple[str, ...] = ()
+    backup_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    @property
+    def problems(self) -> tuple[DoctorCheck, ...]:
+        return tuple(check for check in self.checks if not check.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data

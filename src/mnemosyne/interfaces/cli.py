@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("restore", _restore, "replace the database with a verified backup (the old one is kept)")
     sub.add_argument("backup_path")
 
+    sub = command("doctor", _doctor, "check the database's health (read-only); exit 3 if a problem is found")
+    sub.add_argument("--repair", action="store_true",
+                     help="back up, then rebuild the derived indexes that failed from the rows")
+
     sub = command("export", _export, "write every memory to a JSON Lines file")
     sub.add_argument("path")
 
@@ -208,6 +212,15 @@ def _restore(args: argparse.Namespace) -> None:
     _done(args, vars(manifest), f"restored {manifest.memory_count} memories from {args.backup_path}")
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    # Not through Mnemosyne(): a database that cannot be opened still gets a diagnosis.
+    from ..dr.doctor import diagnose, repair
+
+    report = repair(_db_path(args)) if args.repair else diagnose(_db_path(args))
+    _emit(args, report.to_dict(), lambda: _print_report(report))
+    return EXIT_OK if report.ok else EXIT_FAILURE
+
+
 def _export(args: argparse.Namespace) -> None:
     from .progress import ProgressBar
 
@@ -295,6 +308,14 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     for row in [header, *rows]:
         cells = [str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)]
         print("  ".join([*cells, str(row[-1])]))
+
+
+def _print_report(report: Any) -> None:
+    rows = [("ok" if c.ok else "FAIL", c.name, c.detail) for c in report.checks]
+    _print_table(("status", "check", "detail"), rows)
+    if report.repaired:
+        print(f"rebuilt {', '.join(report.repaired)} (backup first: {report.backup_path})")
+    print("healthy" if report.ok else f"{len(report.problems)} problem(s) found")
 
 
 def _print_record(record: dict[str, Any]) -> None:

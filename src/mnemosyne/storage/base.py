@@ -32,6 +32,9 @@ class NewMemory:
     kind: str = "episodic"
     status: str = "active"
     idempotency_key: str | None = None
+    # Return an existing memory with the same content, session, scope and kind
+    # recorded at or after this time instead of inserting (None: always insert).
+    dedupe_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,39 +11,38 @@ from typing import Any
 
 import numpy as np
 
-from ...core.timeutil import from_timestamp
 from ...core.signature import same_embedder
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory
-from .connection import Database
+from .access import AccessRecorder
+from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
 from .context_index import refresh_contexts
+from .derived import present
+from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
+from .rows import audit, dump_json, row_to_memory
 from .vector_index import VectorIndex, encode_vector
 
 _COLUMNS = (
     "id, session_id, scope, kind, status, content, content_hash, source, importance, "
     "metadata, created_at, recorded_at, updated_at, valid_until, access_count, idempotency_key"
 )
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class SQLiteStore:
     """Memories in one SQLite file (WAL mode), migrated to the latest schema on open."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = str(path)
         db_path = prepare_path(path)
-        self._db = Database(db_path)
+        self._db = Database(db_path, busy_timeout=busy_timeout)
+        self.access = AccessRecorder(self._db)
         self._index: VectorIndex | None = None
         self._frequencies: dict[str, int] = {}
         self._frequencies_total = 0
         try:
-            with self._db.read() as conn:
-                # The first real read tells a foreign file from a database.
-                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
+            self._db.prepare()
             self.safety_backup = migrate(self._db)
         except BaseException:
             self._db.close()
@@ -86,14 +85,12 @@ class SQLiteStore:
 
     def _insert_one(self, conn: sqlite3.Connection, memory: NewMemory, op: str) -> tuple[str, int | None]:
         """Insert one row; return its id and seq (seq None if it was already stored)."""
-        if memory.idempotency_key is not None:
-            row = conn.execute(
-                "SELECT id FROM memories WHERE idempotency_key = ?", (memory.idempotency_key,)
-            ).fetchone()
-            if row is not None:
-                return str(row[0]), None
+        repeated = existing_id(conn, memory)
+        if repeated is not None:
+            return repeated, None
         cursor = conn.execute(
-            f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+            f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
+            "ON CONFLICT (idempotency_key) DO NOTHING",
             (
                 memory.id, memory.session_id, memory.scope, memory.kind, memory.status,
                 memory.content, memory.content_hash, memory.source, memory.importance,
@@ -101,6 +98,8 @@ class SQLiteStore:
                 memory.recorded_at, memory.valid_until, 0, memory.idempotency_key,
             ),
         )
+        if cursor.rowcount == 0:  # the key's UNIQUE constraint says it is stored already
+            return str(for_key(conn, memory)), None
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
         return memory.id, cursor.lastrowid
 
@@ -182,6 +181,14 @@ class SQLiteStore:
         """Append a database-wide event (a restore, a sleep) to the audit log."""
         with self._db.write(f"record {op}") as conn:
             audit(conn, op, None, None, detail)
+
+    def rebuild_indexes(self, names: Sequence[str], detail: dict[str, Any]) -> None:
+        """Rebuild the named derived indexes from the rows, in one audited transaction."""
+        with self._db.write("rebuild derived indexes") as conn:
+            for index in present(conn):
+                if index.name in names:
+                    index.rebuild(conn)
+            audit(conn, "repair", None, None, {"rebuilt": list(names), **detail})
 
     def set_meta(self, key: str, value: str) -> None:
         with self._db.write("record metadata") as conn:
@@ -363,6 +370,8 @@ class SQLiteStore:
         return self._db.connect()
 
     def close(self) -> None:
+        if not self._db.closed:
+            self.access.flush(lock_wait=1.0)
         self._db.close()
 
     # -- helpers --------------------------------------------------------------------
@@ -384,20 +393,34 @@ def prepare_path(path: str | Path) -> Path:
     db_path = Path(path).expanduser()
     if db_path.is_dir():
         raise InvalidInputError(f"db_path {db_path} is a directory; pass a file path such as {db_path / 'memories.db'}")
-    if db_path.exists():
-        with open(db_path, "rb") as handle:
-            header = handle.read(16)
-        if header and header != _SQLITE_MAGIC:
-            raise NotADatabaseError(
-                f"{db_path} exists but is not a SQLite database; point db_path at a new "
-                "file or at a Mnemosyne database",
-                db_path,
-            )
+    # The file's header is deliberately not read with open(): closing any descriptor
+    # of a database file drops every POSIX lock this process holds on it, including
+    # those of other open connections (a classic SQLite corruption). SQLite reads it
+    # instead, immutably: a read-write connection to a foreign file would delete a
+    # "-wal" beside it on close, and that file may be someone's data.
+    if db_path.is_file() and db_path.stat().st_size > 0:
+        _refuse_foreign_file(db_path)
     try:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(f"cannot create the folder for {db_path}: {exc}", db_path) from exc
     return db_path
+
+
+def _refuse_foreign_file(path: Path) -> None:
+    probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    try:
+        probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise NotADatabaseError(
+                f"{path} exists but is not a SQLite database; point db_path at a new file or "
+                "at a Mnemosyne database (nothing was changed)",
+                path,
+            ) from exc
+        # Anything else (a damaged page, say) is the real connection's to report.
+    finally:
+        probe.close()
 
 
 def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
@@ -420,33 +443,3 @@ def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
         clauses.append(f"{a}.created_at <= ?")
         params.append(filters.until)
     return " AND ".join(clauses), params
-
-
-def audit(conn: sqlite3.Connection, op: str, memory_id: str | None, session_id: str | None, detail: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT INTO audit_log (at, op, memory_id, session_id, detail) VALUES (?, ?, ?, ?, ?)",
-        (time.time(), op, memory_id, session_id, dump_json(detail)),
-    )
-
-
-def dump_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def row_to_memory(row: sqlite3.Row) -> Memory:
-    return Memory(
-        id=row["id"],
-        content=row["content"],
-        source=row["source"],
-        importance=row["importance"],
-        scope=row["scope"],
-        session_id=row["session_id"],
-        created_at=from_timestamp(row["created_at"]),
-        recorded_at=from_timestamp(row["recorded_at"]),
-        metadata=json.loads(row["metadata"]),
-        kind=row["kind"],
-        status=row["status"],
-        valid_until=None if row["valid_until"] is None else from_timestamp(row["valid_until"]),
-        access_count=row["access_count"],
-    )
-

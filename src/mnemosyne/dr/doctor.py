@@ -1,0 +1,207 @@
+"""``mnemosyne doctor``: is this database healthy, and can its derived indexes be fixed?
+
+``diagnose`` never changes the database: it opens the file read-only, runs SQLite's
+integrity check, reads the schema version, and runs every consistency check on a
+private in-memory copy (FTS5 implements its own check as a write, so it must not run
+on the real file). ``repair`` takes a verified backup first, then rebuilds only the
+derived indexes that failed, from the rows, in one transaction.
+
+    from mnemosyne.dr.doctor import diagnose, repair
+
+    report = diagnose("/data/memories.db")
+    if not report.ok:
+        report = repair("/data/memories.db")
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from ..errors import InvalidInputError, StorageError
+from ..models import DoctorCheck, DoctorReport
+from ..storage.sqlite.derived import present
+from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
+
+_FILE_CHECKS = ("file", "open", "integrity", "schema", "read")
+
+
+def diagnose(db_path: str | Path) -> DoctorReport:
+    """Check ``db_path`` without changing it; return a report (``report.ok``).
+
+    >>> diagnose("/data/memories.db").ok
+    True
+    """
+    path = _as_path(db_path)
+    checks: list[DoctorCheck] = []
+    problem = _file_problem(path)
+    if problem is not None:
+        checks.append(DoctorCheck("file", False, problem))
+        return DoctorReport(str(path), None, LATEST_VERSION, tuple(checks))
+    checks.append(DoctorCheck("file", True, f"SQLite database, {path.stat().st_size:,} bytes"))
+    try:
+        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        checks.append(DoctorCheck("open", False, f"cannot open read-only: {exc}"))
+        return DoctorReport(str(path), None, LATEST_VERSION, tuple(checks))
+    version: int | None = None
+    try:
+        integrity = _integrity(source)
+        checks.append(integrity)
+        if integrity.detail.startswith("SQLite cannot read"):
+            return DoctorReport(str(path), None, LATEST_VERSION, tuple(checks))
+        version, schema = _schema(source)
+        checks.append(schema)
+        if integrity.ok and schema.ok:
+            copy = sqlite3.connect(":memory:")
+            try:
+                # One consistent snapshot; the checks never see a half-written state.
+                source.backup(copy)
+                checks.extend(_consistency(copy))
+            finally:
+                copy.close()
+    except sqlite3.Error as exc:
+        checks.append(DoctorCheck("read", False, f"reading the database failed: {exc}"))
+    finally:
+        source.close()
+    return DoctorReport(str(path), version, LATEST_VERSION, tuple(checks))
+
+
+def repair(db_path: str | Path, backup_path: str | Path | None = None) -> DoctorReport:
+    """Back up ``db_path``, rebuild every derived index that fails, return the new report.
+
+    Only derived data (full-text and other indexes) is rebuilt, from the rows; a
+    database whose file is damaged cannot be repaired here: restore a backup. The
+    backup defaults to ``<db>.pre-repair-<time>.bak`` beside the database.
+
+    >>> repair("/data/memories.db").repaired
+    ('memories_fts',)
+    """
+    from ..storage.sqlite import SQLiteStore
+    from .recovery import create_backup
+
+    path = _as_path(db_path)
+    before = diagnose(path)
+    broken = tuple(c.name.removeprefix("index:") for c in before.problems if c.name.startswith("index:"))
+    # Rebuilding indexes needs a readable file of a known schema; row-level findings
+    # (lost or unaudited memories) are reported, not blocking.
+    blocking = [c for c in before.problems if c.name in _FILE_CHECKS]
+    if blocking:
+        raise StorageError(
+            f"{path} cannot be repaired by rebuilding indexes: "
+            + "; ".join(f"{c.name}: {c.detail}" for c in blocking)
+            + "; restore it from a backup with `mnemosyne restore`",
+            path,
+        )
+    if not broken:
+        return before
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    default = path.with_name(f"{path.name}.pre-repair-{stamp}.bak")
+    backup = default if backup_path is None else Path(backup_path)
+    create_backup(db_path=path, backup_path=backup)
+    store = SQLiteStore(path)
+    try:
+        store.rebuild_indexes(broken, {"backup": str(backup)})
+    finally:
+        store.close()
+    after = diagnose(path)
+    return DoctorReport(
+        after.db_path, after.schema_version, after.latest_schema_version, after.checks,
+        repaired=broken, backup_path=str(backup),
+    )
+
+
+def _consistency(conn: sqlite3.Connection) -> list[DoctorCheck]:
+    checks = []
+    for index in present(conn):
+        problems = index.check(conn)
+        checks.append(DoctorCheck(f"index:{index.name}", not problems, "; ".join(problems) or "consistent"))
+    checks.append(_rows(conn))
+    checks.append(_audit_coverage(conn))
+    checks.append(_lost(conn))
+    return checks
+
+
+def _integrity(conn: sqlite3.Connection) -> DoctorCheck:
+    try:
+        rows = [row[0] for row in conn.execute("PRAGMA integrity_check(20)")]
+    except sqlite3.DatabaseError as exc:
+        return DoctorCheck("integrity", False, f"SQLite cannot read the file: {exc}")
+    if rows == ["ok"]:
+        return DoctorCheck("integrity", True, "ok")
+    return DoctorCheck("integrity", False, "; ".join(rows[:5]))
+
+
+def _schema(conn: sqlite3.Connection) -> tuple[int, DoctorCheck]:
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version > LATEST_VERSION:
+        return version, DoctorCheck(
+            "schema", False, f"version {version} is newer than this Mnemosyne ({LATEST_VERSION}); upgrade it"
+        )
+    if version == 0:
+        return version, DoctorCheck("schema", False, "not a Mnemosyne database (no schema)")
+    applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
+    edited = [m.version for m in MIGRATIONS if m.version in applied and applied[m.version] != m.checksum]
+    if edited:
+        return version, DoctorCheck("schema", False, f"migrations {edited} differ from this Mnemosyne's")
+    note = "" if version == LATEST_VERSION else f" (upgraded to {LATEST_VERSION} on next open)"
+    return version, DoctorCheck("schema", True, f"version {version}{note}")
+
+
+def _rows(conn: sqlite3.Connection) -> DoctorCheck:
+    total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    bad = conn.execute("SELECT count(*) FROM memories WHERE json_valid(metadata) = 0").fetchone()[0]
+    if bad:
+        return DoctorCheck("rows", False, f"{bad} of {total} memories have unreadable metadata")
+    return DoctorCheck("rows", True, f"{total} memories")
+
+
+def _audit_coverage(conn: sqlite3.Connection) -> DoctorCheck:
+    uncovered = conn.execute(
+        "SELECT count(*) FROM memories AS m WHERE NOT EXISTS "
+        "(SELECT 1 FROM audit_log AS a WHERE a.memory_id = m.id)"
+    ).fetchone()[0]
+    if uncovered:
+        return DoctorCheck("audit coverage", False, f"{uncovered} memories have no audit record")
+    return DoctorCheck("audit coverage", True, "every memory has an audit record")
+
+
+def _lost(conn: sqlite3.Connection) -> DoctorCheck:
+    """Memories the audit log says were stored, never forgotten, and are not there."""
+    lost = conn.execute(
+        "SELECT count(DISTINCT a.memory_id) FROM audit_log AS a "
+        "WHERE a.memory_id IS NOT NULL AND a.op IN ('remember', 'import') "
+        "AND NOT EXISTS (SELECT 1 FROM memories AS m WHERE m.id = a.memory_id) "
+        "AND NOT EXISTS (SELECT 1 FROM audit_log AS f WHERE f.memory_id = a.memory_id AND f.op = 'forget')"
+    ).fetchone()[0]
+    if lost:
+        return DoctorCheck("lost memories", False, f"{lost} stored memories are missing without a forget")
+    return DoctorCheck("lost memories", True, "none")
+
+
+def _file_problem(path: Path) -> str | None:
+    if not path.exists():
+        return f"there is no database at {path}"
+    if not path.is_file():
+        return f"{path} is not a file"
+    # Not open(): closing a descriptor of the file would drop this process's SQLite
+    # locks on it. SQLite reads the header itself.
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            return f"{path} is not a SQLite database ({exc})"
+    except sqlite3.Error as exc:
+        return f"cannot open {path} read-only: {exc}"
+    return None
+
+
+def _as_path(value: object) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise InvalidInputError(f"db_path must be a non-empty str or Path, got {value!r}")
+    return Path(value).expanduser()

@@ -1,0 +1,89 @@
+"""Access statistics for recall hits, written in small batches off the read path.
+
+A recall never writes. Hits are counted in memory and flushed, at most every
+``interval`` seconds or ``batch`` distinct memories, in one short transaction that
+waits at most ``lock_wait`` seconds for the write lock. If the lock is busy the
+counts stay pending for the next flush; they are statistics, so a failure to record
+them is logged and never fails a recall. Pending counts are bounded (``max_pending``
+distinct memories) so a database that stays locked cannot grow memory without end.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+
+from ...errors import MnemosyneError
+from .connection import Database
+
+log = logging.getLogger("mnemosyne.access")
+
+
+class AccessRecorder:
+    """Counts recall hits per memory and flushes them in batches."""
+
+    def __init__(
+        self, db: Database, batch: int = 256, interval: float = 2.0,
+        lock_wait: float = 0.05, max_pending: int = 50_000,
+    ) -> None:
+        self._db = db
+        self.batch, self.interval, self.lock_wait, self.max_pending = batch, interval, lock_wait, max_pending
+        self._pending: dict[str, list[float]] = {}  # id -> [hits, last access time]
+        self._lock = threading.Lock()
+        self._last_flush = time.monotonic()
+
+    def record(self, memory_ids: Iterable[str]) -> None:
+        """Count one access of each id; flush if a batch is due."""
+        at = time.time()
+        with self._lock:
+            for memory_id in memory_ids:
+                entry = self._pending.get(memory_id)
+                if entry is None:
+                    if len(self._pending) >= self.max_pending:
+                        continue  # bounded: statistics, not memories
+                    self._pending[memory_id] = [1, at]
+                else:
+                    entry[0] += 1
+                    entry[1] = at
+            due = len(self._pending) >= self.batch or time.monotonic() - self._last_flush >= self.interval
+        if due:
+            self.flush()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def flush(self, lock_wait: float | None = None) -> bool:
+        """Write pending counts in one short transaction; False if they stay pending."""
+        with self._lock:
+            batch, self._pending = self._pending, {}
+            self._last_flush = time.monotonic()
+        if not batch:
+            return True
+        rows = [(int(hits), at, memory_id) for memory_id, (hits, at) in batch.items()]
+        wait = self.lock_wait if lock_wait is None else lock_wait
+        try:
+            with self._db.write("record access statistics", deadline=wait) as conn:
+                # Forgotten memories simply match no row. Only these two columns
+                # change, so no index trigger fires.
+                conn.executemany(
+                    "UPDATE memories SET access_count = access_count + ?, "
+                    "last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
+                    "WHERE id = ?",
+                    rows,
+                )
+            return True
+        except MnemosyneError as exc:
+            log.debug("access statistics kept for later: %s", exc)
+            with self._lock:
+                for memory_id, (hits, at) in batch.items():
+                    entry = self._pending.get(memory_id)
+                    if entry is None:
+                        if len(self._pending) < self.max_pending:
+                            self._pending[memory_id] = [hits, at]
+                    else:
+                        entry[0] += hits
+                        entry[1] = max(entry[1], at)
+            return False

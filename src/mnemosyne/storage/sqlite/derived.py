@@ -1,0 +1,73 @@
+"""Indexes derived from the ``memories`` rows: how to check them and rebuild them.
+
+Rows are the source of truth; everything listed here can be rebuilt from them, so
+``mnemosyne doctor`` checks each entry and ``doctor --repair`` rebuilds the ones
+that fail. A new derived index (a vectors table, a context full-text index)
+registers here with one ``DerivedIndex(...)`` line in ``DERIVED_INDEXES``.
+
+``check`` runs on a private in-memory copy of the database (so checks that SQLite
+implements as writes, like FTS5's ``integrity-check``, never touch the real file)
+and returns a list of problems (empty when healthy). ``rebuild`` runs inside one
+write transaction on the real database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DerivedIndex:
+    name: str
+    table: str  # skipped when this table does not exist (older or newer schemas)
+    check: Callable[[sqlite3.Connection], list[str]]
+    rebuild: Callable[[sqlite3.Connection], None]
+
+
+def fts_checker(
+    fts: str, content: str = "memories", key: str = "seq"
+) -> Callable[[sqlite3.Connection], list[str]]:
+    """Checks for an external-content FTS5 table kept in step with ``content`` by triggers."""
+
+    def check(conn: sqlite3.Connection) -> list[str]:
+        problems = []
+        missing = conn.execute(
+            f"SELECT count(*) FROM {content} AS c WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {fts}_docsize AS d WHERE d.id = c.{key})"
+        ).fetchone()[0]
+        orphans = conn.execute(
+            f"SELECT count(*) FROM {fts}_docsize AS d WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {content} AS c WHERE c.{key} = d.id)"
+        ).fetchone()[0]
+        if missing:
+            problems.append(f"{missing} row(s) of {content} missing from {fts}")
+        if orphans:
+            problems.append(f"{orphans} orphan entr(y/ies) in {fts} with no row in {content}")
+        try:
+            # rank = 1: also compare the index with the text in the content table.
+            conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"{fts} does not match the text in {content} ({exc})")
+        return problems
+
+    return check
+
+
+def fts_rebuilder(fts: str) -> Callable[[sqlite3.Connection], None]:
+    def rebuild(conn: sqlite3.Connection) -> None:
+        conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')")
+
+    return rebuild
+
+
+DERIVED_INDEXES: tuple[DerivedIndex, ...] = (
+    DerivedIndex("memories_fts", "memories_fts", fts_checker("memories_fts"), fts_rebuilder("memories_fts")),
+)
+
+
+def present(conn: sqlite3.Connection) -> list[DerivedIndex]:
+    """The registered indexes whose table exists in this database."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [index for index in DERIVED_INDEXES if index.table in tables]

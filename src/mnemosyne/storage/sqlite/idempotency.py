@@ -1,0 +1,53 @@
+"""Retried and repeated writes return the memory already stored, race-free.
+
+Both lookups run inside the caller's ``BEGIN IMMEDIATE`` transaction, so no other
+process can insert between the check and the insert; the UNIQUE constraint on
+``idempotency_key`` (with ``ON CONFLICT DO NOTHING``) is the last word anyway.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ...errors import InvalidInputError
+from ..base import NewMemory
+from .rows import dump_json
+
+
+def existing_id(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
+    """The id of a stored memory this write repeats, or None to insert it."""
+    if memory.idempotency_key is not None:
+        found = for_key(conn, memory)
+        if found is not None:
+            return found
+    if memory.dedupe_since is not None:
+        # Only a repeat is reused: the same text (up to case and spacing) with the same
+        # source, importance, metadata and expiry. A write that differs in anything
+        # else it stores would otherwise be silently dropped.
+        row = conn.execute(
+            "SELECT id FROM memories WHERE content_hash = ? AND session_id = ? AND scope = ? "
+            "AND kind = ? AND recorded_at >= ? AND source = ? AND importance = ? "
+            "AND metadata = ? AND valid_until IS ? ORDER BY recorded_at DESC LIMIT 1",
+            (memory.content_hash, memory.session_id, memory.scope, memory.kind, memory.dedupe_since,
+             memory.source, memory.importance, dump_json(memory.metadata), memory.valid_until),
+        ).fetchone()
+        if row is not None:
+            return str(row[0])
+    return None
+
+
+def for_key(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
+    """The memory stored under ``memory.idempotency_key``, checked to be the same write."""
+    row = conn.execute(
+        "SELECT id, session_id, content_hash FROM memories WHERE idempotency_key = ?",
+        (memory.idempotency_key,),
+    ).fetchone()
+    if row is None:
+        return None
+    if (row["session_id"], row["content_hash"]) != (memory.session_id, memory.content_hash):
+        # Returning the old id here would silently drop this different content.
+        raise InvalidInputError(
+            f"idempotency_key {memory.idempotency_key!r} was already used for a different "
+            f"memory ({row['id']}, session {row['session_id']!r}); use a new key for new content"
+        )
+    return str(row["id"])

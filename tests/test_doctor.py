@@ -1,0 +1,126 @@
+"""`mnemosyne doctor`: a read-only diagnosis, and a repair that backs up first."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import DoctorReport, Mnemosyne, StorageError
+from mnemosyne.dr import doctor
+from mnemosyne.dr.recovery import verify_backup
+from mnemosyne.storage.sqlite import derived
+
+
+def files_digest(db: Path) -> str:
+    parts = (db, db.with_name(db.name + "-wal"))
+    return hashlib.sha256(b"".join(p.read_bytes() for p in parts if p.exists())).hexdigest()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=path) as mem:
+        ids = mem.remember_many([f"note {i} about the quarterly budget" for i in range(30)])
+        mem.forget(ids[0])
+    return path
+
+
+def break_index(db: Path) -> None:
+    """Simulate a damaged index: a row removed behind the full-text index's back."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER memories_fts_delete")
+        conn.execute("DELETE FROM memories WHERE seq = (SELECT max(seq) FROM memories)")
+        conn.execute(
+            "CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN "
+            "INSERT INTO memories_fts (memories_fts, rowid, content) "
+            "VALUES ('delete', old.seq, old.content); END"
+        )
+        # ... and one row whose index entry is gone.
+        seq, content = conn.execute("SELECT seq, content FROM memories LIMIT 1").fetchone()
+        conn.execute(
+            "INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, content)
+        )
+
+
+def test_a_healthy_database(db: Path):
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        before = files_digest(db)
+        report = mem.doctor()
+        assert files_digest(db) == before  # read-only
+    assert isinstance(report, DoctorReport) and report.ok, report.problems
+    names = [c.name for c in report.checks]
+    assert names == [
+        "file", "integrity", "schema", "index:memories_fts", "rows", "audit coverage", "lost memories"]
+    assert report.schema_version == report.latest_schema_version
+    assert json.loads(json.dumps(report.to_dict()))["ok"] is True
+
+
+def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
+    break_index(db)
+    report = doctor.diagnose(db)
+    failing = {c.name: c.detail for c in report.problems}
+    assert "missing from memories_fts" in failing["index:memories_fts"]
+    assert "orphan" in failing["index:memories_fts"]
+    assert "1 stored memories are missing" in failing["lost memories"]  # the row deleted behind our back
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        repaired = mem.doctor(repair=True)
+        assert repaired.repaired == ("memories_fts",)
+        assert verify_backup(repaired.backup_path).memory_count == 28
+        assert [c.name for c in repaired.problems] == ["lost memories"]  # reported, not hidden
+        assert len(mem.recall("quarterly budget", top_k=50)) == 28
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT op FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone() == ("repair",)
+
+
+def test_a_damaged_file_is_reported_and_not_repaired(tmp_path: Path, db: Path):
+    with open(db, "r+b") as handle:
+        handle.truncate(4096 * 3)
+    report = doctor.diagnose(db)
+    assert not report.ok and report.problems[0].name == "integrity"
+    with pytest.raises(StorageError, match="restore it from a backup"):
+        doctor.repair(db)
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a database at all " * 50)
+    assert "not a SQLite database" in doctor.diagnose(garbage).problems[0].detail
+    assert doctor.diagnose(tmp_path / "missing.db").problems[0].name == "file"
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_other_derived_indexes_register_in_one_place(db: Path, monkeypatch: pytest.MonkeyPatch):
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE note_lengths (seq INTEGER PRIMARY KEY, n INTEGER)")
+    calls = []
+
+    def check(conn: sqlite3.Connection) -> list[str]:
+        stale = conn.execute(
+            "SELECT count(*) FROM memories WHERE seq NOT IN (SELECT seq FROM note_lengths)"
+        ).fetchone()[0]
+        return [f"{stale} stale"] if stale else []
+
+    def rebuild(conn: sqlite3.Connection) -> None:
+        calls.append("rebuild")
+        conn.execute("INSERT OR REPLACE INTO note_lengths SELECT seq, length(content) FROM memories")
+
+    extra = derived.DerivedIndex("note_lengths", "note_lengths", check, rebuild)
+    monkeypatch.setattr(derived, "DERIVED_INDEXES", (*derived.DERIVED_INDEXES, extra))
+    assert [c.name for c in doctor.diagnose(db).problems] == ["index:note_lengths"]
+    assert doctor.repair(db).ok and calls == ["rebuild"]
+
+
+def test_cli_doctor_exit_codes(db: Path):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mnemosyne", *args], capture_output=True, text=True)
+
+    healthy = cli("doctor", "--db", str(db))
+    assert healthy.returncode == 0 and "healthy" in healthy.stdout
+    break_index(db)
+    sick = cli("doctor", "--db", str(db), "--json")
+    assert sick.returncode == 3 and json.loads(sick.stdout)["ok"] is False
+    fixed = cli("doctor", "--db", str(db), "--repair")
+    assert "rebuilt memories_fts" in fixed.stdout and "lost memories" in fixed.stdout

@@ -1,0 +1,106 @@
+"""Retried and repeated writes return the memory already stored."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import InvalidInputError, Mnemosyne
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db") as instance:
+        yield instance
+
+
+def audit_ops(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [op for (op,) in conn.execute("SELECT op FROM audit_log WHERE memory_id IS NOT NULL")]
+
+
+def test_same_idempotency_key_returns_the_first_id(mem: Mnemosyne):
+    first = mem.remember("deploy approved", idempotency_key="req-1", allow_duplicate=True)
+    again = mem.remember("deploy approved", idempotency_key="req-1", allow_duplicate=True)
+    assert again == first
+    assert mem.get_stats().total == 1
+    assert audit_ops(mem.db_path) == ["remember"]
+
+
+def test_key_reused_for_different_content_is_refused(mem: Mnemosyne):
+    mem.remember("deploy approved", idempotency_key="req-1")
+    with pytest.raises(InvalidInputError, match="req-1.*already used"):
+        mem.remember("deploy cancelled", idempotency_key="req-1")
+    assert mem.get_stats().total == 1
+
+
+def test_key_retried_from_another_instance_and_session(tmp_path: Path, mem: Mnemosyne):
+    first = mem.remember("shared fact", scope="global", idempotency_key="k")
+    with Mnemosyne(session_id="a", db_path=mem.db_path) as other:
+        assert other.remember("shared fact", scope="global", idempotency_key="k") == first
+    with Mnemosyne(session_id="b", db_path=mem.db_path) as stranger, pytest.raises(InvalidInputError):
+        stranger.remember("shared fact", scope="global", idempotency_key="k")
+
+
+def test_remember_many_accepts_keys_and_one_bad_item_stores_nothing(mem: Mnemosyne):
+    def item(content: str, key: str) -> dict[str, str]:
+        return {"content": content, "idempotency_key": key}
+
+    ids = mem.remember_many([item("one", "k1"), item("two", "k2")])
+    retried = mem.remember_many([item("two", "k2"), item("three", "k3")])
+    assert retried[0] == ids[1] and retried[1] not in ids
+    with pytest.raises(InvalidInputError):
+        mem.remember_many([item("four", "k4"), item("other", "k1")])
+    assert mem.get_stats().total == 3
+    with pytest.raises(InvalidInputError, match="idempotency_key"):
+        mem.remember("x", idempotency_key="")
+
+
+def test_threads_racing_on_one_key_store_it_once(mem: Mnemosyne):
+    results: list[str] = []
+    def worker() -> None:
+        for _ in range(20):
+            results.append(mem.remember("raced write", idempotency_key="race", allow_duplicate=True))
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1 and len(results) == 120
+    assert mem.get_stats().total == 1
+
+
+def test_identical_content_within_the_window_is_not_stored_twice(mem: Mnemosyne):
+    first = mem.remember("The user prefers dark mode.")
+    assert mem.remember("the user prefers  dark mode.") == first  # case and spacing ignored
+    assert mem.remember_many(["The user prefers dark mode.", "new fact"])[0] == first
+    assert mem.get_stats().total == 2
+
+
+def test_duplicates_are_stored_when_asked_or_when_they_differ_in_scope(mem: Mnemosyne):
+    first = mem.remember("repeat me")
+    assert mem.remember("repeat me", allow_duplicate=True) != first
+    assert mem.remember("repeat me", scope="global") != first
+    assert mem.remember_many([{"content": "repeat me", "allow_duplicate": True}])[0] != first
+    with Mnemosyne(session_id="other", db_path=mem.db_path) as other:
+        assert other.remember("repeat me") != first  # another session's memory
+    assert mem.get_stats().total == 5
+    with pytest.raises(InvalidInputError, match="allow_duplicate"):
+        mem.remember("x", allow_duplicate="yes")
+
+
+def test_the_window_is_configurable(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0.2) as mem:
+        first = mem.remember("heartbeat ok")
+        assert mem.remember("heartbeat ok") == first
+        time.sleep(0.3)
+        assert mem.remember("heartbeat ok") != first
+    with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0) as mem:
+        assert mem.remember("heartbeat ok") != mem.remember("heartbeat ok")
+    for bad in (-1, float("nan"), "5", True):
+        with pytest.raises(InvalidInputError, match="dedupe_window"):
+            Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=bad)

@@ -1,0 +1,194 @@
+"""Failures of the disk and the file become typed errors that say what to do.
+
+Tests run as root here, which ignores permission bits, so read-only locations are
+made with ``chattr +i`` (immutable: even root cannot write) and a full disk with a
+tiny tmpfs mount; each test skips, saying why, where the machine does not allow it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import (
+    CorruptDatabaseError,
+    DatabaseBusyError,
+    DiskFullError,
+    Mnemosyne,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+    StorageError,
+)
+
+
+def make_db(path: Path, n: int = 1) -> Path:
+    with Mnemosyne(session_id="s", db_path=path) as mem:
+        mem.remember_many([f"memory {i} about apples " * 20 for i in range(n)])
+    return path
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed, so no location can be made read-only for root")
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot make {path} immutable on this filesystem: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_file_that_is_not_sqlite(tmp_path: Path):
+    notes = tmp_path / "notes.db"
+    notes.write_text("shopping list: apples, pears\n" * 100)
+    with pytest.raises(NotADatabaseError, match="not a SQLite database") as info:
+        Mnemosyne(db_path=notes)
+    assert isinstance(info.value.__cause__, sqlite3.DatabaseError)
+    assert not isinstance(info.value, CorruptDatabaseError)
+
+
+def test_a_truncated_database(tmp_path: Path):
+    db = make_db(tmp_path / "m.db", n=2000)
+    with open(db, "r+b") as handle:
+        handle.truncate(db.stat().st_size // 2)
+    with pytest.raises(CorruptDatabaseError, match="damaged or truncated.*mnemosyne restore") as info:
+        with Mnemosyne(db_path=db) as mem:
+            mem.recall("apples")
+            mem.get_stats()
+    assert isinstance(info.value, NotADatabaseError)  # one except clause catches both
+    assert info.value.__cause__ is not None
+
+
+def test_a_database_with_damaged_pages(tmp_path: Path):
+    db = make_db(tmp_path / "m.db", n=2000)
+    with open(db, "r+b") as handle:  # overwrite interior pages, keep the header
+        handle.seek(8 * 4096)
+        handle.write(os.urandom(64 * 4096))
+    with pytest.raises(CorruptDatabaseError):
+        with Mnemosyne(session_id="s", db_path=db) as mem:
+            mem.recall("apples")
+            mem.get_stats()
+            mem.remember_many([f"more {i}" * 50 for i in range(500)])
+
+
+def test_a_read_only_file(tmp_path: Path):
+    db = make_db(tmp_path / "m.db")
+    before = db.read_bytes()
+    with immutable(db):
+        with Mnemosyne(session_id="s", db_path=db) as mem:
+            assert [m.content for m in mem.recall("apples")]  # reading still works
+            with pytest.raises(ReadOnlyDatabaseError, match="read-only.*write access") as info:
+                mem.remember("cannot be stored")
+            assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+    assert db.read_bytes() == before
+
+
+def test_a_read_only_folder(tmp_path: Path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = make_db(folder / "m.db")  # closed cleanly: no -wal/-shm left to reuse
+    with immutable(folder):
+        with pytest.raises(ReadOnlyDatabaseError, match="make the folder writable"):
+            Mnemosyne(db_path=folder / "new.db")
+        with pytest.raises(ReadOnlyDatabaseError):
+            with Mnemosyne(db_path=db) as mem:
+                mem.recall("apples")
+
+
+def test_a_full_disk_size_limit_rolls_back(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        mem.remember("small first memory")
+        # SQLite's own size cap produces the same SQLITE_FULL as a full disk.
+        mem._store.connection().execute("PRAGMA max_page_count = 12")
+        with pytest.raises(DiskFullError, match="full.*nothing was written") as info:
+            mem.remember_many(["big " * 5000] * 1 + [f"item {i} " * 400 for i in range(20)])
+        assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+        assert mem.get_stats().total == 1
+        assert [m.content for m in mem.recall("small first")] == ["small first memory"]
+
+
+def test_a_really_full_filesystem(tmp_path: Path):
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
+    try:
+        with Mnemosyne(session_id="s", db_path=mount / "m.db") as mem:
+            stored = 0
+            with pytest.raises(DiskFullError):
+                for i in range(1000):
+                    mem.remember(f"filling the disk {i} " * 100)
+                    stored += 1
+            assert 0 < stored < 1000
+            assert mem.get_stats().total == stored  # every acknowledged write is there
+        conn = sqlite3.connect(mount / "m.db")
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        finally:
+            conn.close()
+    finally:
+        if subprocess.run(["umount", str(mount)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+if sys.argv[2] == "exclusive":
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    conn.execute("BEGIN EXCLUSIVE")
+else:
+    conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def lock_held(db: Path, how: str) -> Iterator[None]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(db), how], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_another_program_holding_an_exclusive_lock(tmp_path: Path):
+    db = make_db(tmp_path / "m.db")
+    with lock_held(db, "exclusive"):
+        start = time.monotonic()
+        with pytest.raises(DatabaseBusyError, match="exclusive lock") as info:
+            Mnemosyne(db_path=db, busy_timeout=0.5)
+        assert 0.4 < time.monotonic() - start < 5
+        assert isinstance(info.value, StorageError) and info.value.path == str(db)
+    with Mnemosyne(session_id="s", db_path=db) as mem:  # usable again once released
+        mem.remember("after the lock")
+
+
+def test_a_long_writer_makes_writes_wait_then_fail_but_reads_go_on(tmp_path: Path):
+    db = make_db(tmp_path / "m.db")
+    with Mnemosyne(session_id="s", db_path=db, busy_timeout=0.4) as mem:
+        with lock_held(db, "immediate"):
+            with pytest.raises(DatabaseBusyError):
+                mem.remember("waits, then gives up")
+            assert mem.recall("apples")  # WAL: readers never wait for the writer
+        assert mem.remember("now it goes through")
+        assert mem.get_stats().total == 2
