@@ -10,7 +10,9 @@ from types import TracebackType
 from typing import Any
 
 from . import transfer
+from .consolidate import SleepMixin
 from .core import lexical
+from .core.consolidation import SleepPolicy
 from .core.fingerprint import content_hash
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
@@ -23,6 +25,7 @@ from .core.validation import (
     check_scope,
     check_top_k,
 )
+from .episodic import DEFAULT_EPISODE_GAP, EpisodicMixin
 from .errors import InvalidInputError
 from .models import Memory, Stats
 from .storage.base import Filters, NewMemory
@@ -41,7 +44,7 @@ def default_db_path() -> Path:
     return Path(data_home) / "mnemosyne" / "memories.db"
 
 
-class Mnemosyne:
+class Mnemosyne(EpisodicMixin, SleepMixin):
     """Durable memory for one agent session, in one database.
 
     Reconnect with the same ``session_id`` and ``db_path`` after a restart and the
@@ -56,10 +59,25 @@ class Mnemosyne:
     created. Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, session_id: str = "default", db_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str = "default",
+        db_path: str | Path | None = None,
+        *,
+        auto_sleep: bool | float | None = None,
+        sleep_policy: SleepPolicy | None = None,
+        episode_gap: float = DEFAULT_EPISODE_GAP,
+    ) -> None:
         self.session_id = check_label(session_id, "session_id")
         self._store = SQLiteStore(default_db_path() if db_path is None else db_path)
         self.db_path = Path(self._store.path)
+        # auto_sleep: True (sleep after 5 idle minutes) or an idle period in seconds.
+        try:
+            self._init_episodic(episode_gap)
+            self._init_sleep(sleep_policy, auto_sleep)
+        except BaseException:
+            self._store.close()
+            raise
 
     # -- writing --------------------------------------------------------------------
 
@@ -86,7 +104,9 @@ class Mnemosyne:
             content=content, source=source, importance=importance, scope=scope,
             metadata=metadata, created_at=created_at, valid_until=valid_until,
         )
-        return self._store.insert([memory])[0]
+        memory_id = self._store.insert([memory])[0]
+        self._touch_auto_sleep()
+        return memory_id
 
     def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories in one transaction; return their ids in order.
@@ -114,7 +134,9 @@ class Mnemosyne:
                 prepared.append(self._prepare(**fields))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"item {index}: {exc}") from exc
-        return self._store.insert(prepared) if prepared else []
+        ids = self._store.insert(prepared) if prepared else []
+        self._touch_auto_sleep()
+        return ids
 
     def update(
         self,
@@ -135,7 +157,9 @@ class Mnemosyne:
             changes["importance"] = check_importance(importance)
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
-        return self._store.update(check_label(memory_id, "memory_id"), self.session_id, changes)
+        updated = self._store.update(check_label(memory_id, "memory_id"), self.session_id, changes)
+        self._touch_auto_sleep()
+        return updated
 
     def forget(self, memory_id: str) -> None:
         """Delete a memory from every index, leaving only a tombstone in the audit log.
@@ -143,6 +167,7 @@ class Mnemosyne:
         Raises :class:`MemoryNotFoundError` if no such memory is visible here.
         """
         self._store.delete(check_label(memory_id, "memory_id"), self.session_id)
+        self._touch_auto_sleep()
 
     # -- reading --------------------------------------------------------------------
 
@@ -156,6 +181,7 @@ class Mnemosyne:
         since: TimeLike | None = None,
         until: TimeLike | None = None,
         include_consolidated: bool = False,
+        context: int = 0,
     ) -> list[Memory]:
         """The memories most relevant to ``query``, best first, each with a ``score``.
 
@@ -167,13 +193,16 @@ class Mnemosyne:
         ...     print(item)
         """
         check_query(query)
+        context = self._check_context(context)
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
         expression = lexical.fts_query(query)
         if expression is None:
             return []
         hits = self._store.search_text(expression, filters, top_k)
-        return [dataclasses.replace(memory, score=score) for memory, score in hits]
+        results = [dataclasses.replace(memory, score=score) for memory, score in hits]
+        # context=N attaches each hit's neighbouring events; ranking is unchanged.
+        return self._attach_context(results, context) if context else results
 
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id if it is visible from this session, else None."""
@@ -220,6 +249,7 @@ class Mnemosyne:
 
     def close(self) -> None:
         """Close the database connections. The instance can't be used afterwards."""
+        self._stop_auto_sleep()
         self._store.close()
 
     def __enter__(self) -> Mnemosyne:
@@ -263,6 +293,7 @@ class Mnemosyne:
             created_at=recorded_at if created is None else created,
             recorded_at=recorded_at,
             valid_until=optional_timestamp(valid_until, "valid_until"),
+            episode_id=self._episode_for_new_memory(),
         )
 
     def _filters(

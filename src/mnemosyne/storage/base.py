@@ -32,6 +32,7 @@ class NewMemory:
     kind: str = "episodic"
     status: str = "active"
     idempotency_key: str | None = None
+    episode_id: str | None = None  # set inside `with mem.episode(...)`
 
 
 @dataclass(frozen=True, slots=True)

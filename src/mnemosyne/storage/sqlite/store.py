@@ -71,6 +71,8 @@ class SQLiteStore:
                 memory.recorded_at, memory.valid_until, 0, memory.idempotency_key,
             ),
         )
+        if memory.episode_id is not None:
+            conn.execute("UPDATE memories SET episode_id = ? WHERE id = ?", (memory.episode_id, memory.id))
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
         return memory.id
 
