@@ -32,7 +32,7 @@ from .errors import (
     StorageError,
 )
 from .memory import Mnemosyne
-from .models import Memory, Stats
+from .models import Episode, Memory, SleepReport, Stats
 
 __version__ = "0.1.0"
 
@@ -41,6 +41,7 @@ __all__ = [
     "DatabaseBusyError",
     "EmbedderError",
     "EmbedderMismatchError",
+    "Episode",
     "InvalidInputError",
     "LeaseHeldError",
     "Memory",
@@ -50,6 +51,7 @@ __all__ = [
     "MnemosyneError",
     "NotADatabaseError",
     "SchemaVersionError",
+    "SleepReport",
     "Stats",
     "StorageError",
     "__version__",
