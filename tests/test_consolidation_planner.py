@@ -227,3 +227,19 @@ def test_recurring_knowledge_is_promoted_to_global():
     no_promotion = SleepPolicy(min_episode_size=10, promote_recurring=False, promote_importance=None)
     plan = plan_consolidation(records, NOW, no_promotion)
     assert plan.counts["promoted"] == 0 and plan.counts["merged"] == 0
+
+
+def test_only_represented_sources_leave_default_recall_unless_told_all():
+    texts = ["Deploy of the billing service started at noon.", "Deploy of the billing service went fine.",
+             "Thanks!", "Billing service deploy finished, dashboards green.",
+             "Separately, Priya's passport renewal appointment is at the consulate on Tuesday."]
+    records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
+    policy = SleepPolicy(summary_max_sentences=1, summary_max_chars=200)
+    plan = plan_consolidation(records, NOW, policy)
+    (summary,) = plan.summaries
+    assert "passport" not in summary.content
+    assert "status" not in plan.updates.get("m0004", {})  # its facts are not in the summary
+    assert plan.updates["m0002"]["status"] == "consolidated"  # says almost nothing
+    assert ("m0004" in {link.dst for link in plan.links if link.src == summary.key})  # still linked
+    everything = plan_consolidation(records, NOW, dataclasses.replace(policy, consolidate="all"))
+    assert all(everything.updates[r.id]["status"] == "consolidated" for r in records)

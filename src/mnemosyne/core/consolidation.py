@@ -13,7 +13,8 @@ order, each on what the previous ones left active:
    to ``global`` scope so no session loses sight of them;
 4. **promote** session memories marked important to ``global`` (configurable);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
-   sources are marked ``consolidated`` unless important enough to stay in view;
+   a source is marked ``consolidated`` when the summary represents it (or, with
+   ``consolidate="all"``, always), unless it is important enough to stay in view;
 6. **decay / reinforce** the strength of what is still active.
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from .dedup import DupRules, duplicate_groups, fact_key
 from .episodes import split_episodes
+from .lexical import STOPWORDS, tokenize
 from .summarise import extractive_summary
 
 DAY = 86_400.0
@@ -66,9 +68,15 @@ class SleepPolicy:
     episode_gap: float = 1800.0  # seconds of silence that end an episode
     summarise_after: float = DAY  # an episode is summarised once it ended this long ago
     min_episode_size: int = 3
-    summary_max_chars: int = 600
-    summary_max_sentences: int = 5
+    summary_max_chars: int = 1000
+    summary_max_sentences: int = 8
     keep_importance: float = 0.8  # sources this important stay active beside the summary
+    # Which summarised sources leave default recall: "represented" ones (the summary
+    # holds most of their words, or they carry almost none: "Thanks!", "Wow"), or
+    # "all" of them. Sources left active are still linked from the summary.
+    consolidate: str = "represented"
+    represented_fraction: float = 0.6
+    min_info_words: int = 3
     duplicates: DupRules = field(default_factory=DupRules)
     promote_recurring: bool = True  # a duplicate seen in >= 2 sessions becomes global
     promote_importance: float | None = 0.9
@@ -81,6 +89,8 @@ class SleepPolicy:
             raise ValueError("episode_gap and half_life_days must be > 0, summarise_after >= 0")
         if self.min_episode_size < 2:
             raise ValueError("min_episode_size must be >= 2")
+        if self.consolidate not in ("represented", "all"):
+            raise ValueError("consolidate must be 'represented' or 'all'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,11 +246,15 @@ def plan_consolidation(
             or end + policy.summarise_after > now
         ):
             continue
-        plan.summaries.append(_summary(key, members, labels.get(key), policy, now, value))
+        summary = _summary(key, members, labels.get(key), policy, now, value)
+        plan.summaries.append(summary)
         plan.counts["summaries"] += 1
+        summary_words = set(tokenize(summary.content))
         for m in members:
             plan.links.append(Link(key, m.id, "summarises"))
-            if value(m, "importance") < policy.keep_importance:
+            if value(m, "importance") < policy.keep_importance and (
+                policy.consolidate == "all" or _represented(m.content, summary_words, policy)
+            ):
                 plan.set(m.id, status="consolidated")
                 plan.counts["summarised"] += 1
 
@@ -294,6 +308,14 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
         strength=strength(record, now, policy), episode_id=key,
         sources=tuple(m.id for m in members), source_texts=texts, label=label,
     )
+
+
+def _represented(content: str, summary_words: set[str], policy: SleepPolicy) -> bool:
+    """The summary says (nearly) everything this source says, or it says almost nothing."""
+    words = {w for w in tokenize(content) if w not in STOPWORDS}
+    if len(words) < policy.min_info_words:
+        return True
+    return len(words & summary_words) >= policy.represented_fraction * len(words)
 
 
 def _when(seconds: float) -> str:

@@ -10,6 +10,7 @@ gradually drifting texts cannot collapse into one memory.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -53,24 +54,31 @@ def duplicate_groups(
     """
     n = len(ids)
     sets = [word_set(text) for text in texts]
+    numbers = [frozenset(w for w in words if any(c.isdigit() for c in w)) for words in sets]
     frequency: Counter[str] = Counter()
     for words in sets:
         frequency.update(words)
     similar = _vector_neighbours(ids, vectors, rules.cosine)
 
+    def prefix(words: frozenset[str]) -> list[str]:
+        # Prefix filtering: two sets with Jaccard >= t must share one of the first
+        # |A| - ceil(t|A|) + 1 words in a fixed (rarest-first) order, so indexing
+        # and probing only those finds every match without comparing every pair.
+        ordered = sorted(words, key=lambda w: (frequency[w], w))
+        return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
+
     anchor_of_hash: dict[str, int] = {}
-    postings: dict[str, list[int]] = defaultdict(list)  # rare word -> anchors holding it
+    postings: dict[str, list[int]] = defaultdict(list)  # prefix word -> anchors
     members: dict[int, list[int]] = {}
     for i in range(n):
         candidates: set[int] = set()
         exact = anchor_of_hash.get(hashes[i])
         if exact is not None:
             candidates.add(exact)
-        if len(sets[i]) >= rules.min_tokens:
-            # An anchor with Jaccard >= 0.8 shares nearly all words, so looking it up
-            # by the item's rarest words finds it without comparing every pair.
-            for word in sorted(sets[i], key=lambda w: (frequency[w], w))[:3]:
-                candidates.update(postings.get(word, ()))
+        lexical = len(sets[i]) >= rules.min_tokens
+        head = prefix(sets[i]) if lexical else []
+        for word in head:
+            candidates.update(postings.get(word, ()))
         candidates.update(j for j in similar.get(i, ()) if j in members)
         chosen = None
         for j in sorted(candidates):
@@ -79,7 +87,7 @@ def duplicate_groups(
             if (
                 hashes[j] == hashes[i]
                 or j in similar.get(i, ())
-                or _lexical_duplicate(sets[i], sets[j], rules)
+                or (numbers[i] == numbers[j] and _lexical_duplicate(sets[i], sets[j], rules))
             ):
                 chosen = j
                 break
@@ -88,16 +96,18 @@ def duplicate_groups(
             continue
         members[i] = [i]
         anchor_of_hash.setdefault(hashes[i], i)
-        for word in sets[i]:
+        for word in head:
             postings[word].append(i)
     return [group for group in members.values() if len(group) > 1]
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
-    """Nearly the same words, and exactly the same numbers: "step 3" is not "step 4"."""
+    """Nearly the same words (the caller also requires the same numbers: "step 3" is
+    not "step 4")."""
     if len(a) < rules.min_tokens or len(b) < rules.min_tokens:
         return False
-    if {w for w in a if any(c.isdigit() for c in w)} != {w for w in b if any(c.isdigit() for c in w)}:
+    small, large = sorted((len(a), len(b)))
+    if small < rules.jaccard * large:  # size filter: cannot reach the threshold
         return False
     return jaccard(a, b) >= rules.jaccard
 

@@ -207,7 +207,8 @@ def _episodes(args: argparse.Namespace) -> None:
     rows = [(e.started_at.strftime("%Y-%m-%d %H:%M"), e.ended_at.strftime("%Y-%m-%d %H:%M"), e.size,
              e.label or "", e.summary.content if e.summary else "") for e in found]
     _emit(args, [e.to_dict() for e in found],
-          lambda: _print_table(("start", "end", "size", "label", "summary"), rows) if rows else print("no episodes"))
+          lambda: _print_table(("start", "end", "size", "label", "summary"), rows) if rows
+          else print("no episodes"))
 
 
 # -- helpers --------------------------------------------------------------------------
