@@ -75,7 +75,8 @@ def run_sleep(
                 active = sleeper.count_active()
                 changed = len(plan.updates) + len(plan.summaries)
                 return _report(run_id, started, counts, active, active, changed, 0, dry_run=True)
-            contents, fallbacks = {}, 0
+            contents: dict[str, str] = {}
+            fallbacks = 0
             if summariser is not None and plan.summaries:
                 contents, fallbacks = _summarise(
                     plan, summariser, summariser_timeout, policy, sleeper, holder)

@@ -179,17 +179,17 @@ def plan_consolidation(
         for m in live():
             if m.kind == "summary":
                 continue
-            key = fact_key(m.content)
-            if key is None:
+            fact = fact_key(m.content)
+            if fact is None:
                 continue
-            slot = (m.session_id, m.scope, key[0])
+            slot = (m.session_id, m.scope, fact[0])
             previous = latest.get(slot)
-            if previous is not None and previous[1] != key[1]:
+            if previous is not None and previous[1] != fact[1]:
                 plan.set(previous[0].id, status="superseded")
                 plan.links.append(Link(m.id, previous[0].id, "supersedes"))
                 plan.counts["superseded"] += 1
-            if previous is None or previous[1] != key[1]:
-                latest[slot] = (m, key[1])
+            if previous is None or previous[1] != fact[1]:
+                latest[slot] = (m, fact[1])
 
     # 3. merge near-duplicates into their earliest member
     candidates = [m for m in live() if m.kind != "summary"]
