@@ -35,7 +35,7 @@ from .errors import (
     StorageError,
 )
 from .memory import Mnemosyne
-from .models import DoctorReport, Memory, Stats
+from .models import DoctorReport, Episode, Memory, SleepReport, Stats
 
 __version__ = "0.1.0"
 
@@ -47,6 +47,7 @@ __all__ = [
     "DoctorReport",
     "EmbedderError",
     "EmbedderMismatchError",
+    "Episode",
     "InvalidInputError",
     "LeaseHeldError",
     "Memory",
@@ -57,6 +58,7 @@ __all__ = [
     "NotADatabaseError",
     "ReadOnlyDatabaseError",
     "SchemaVersionError",
+    "SleepReport",
     "Stats",
     "StorageError",
     "__version__",

@@ -9,8 +9,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
+
 from . import embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
+from .consolidate import SleepMixin
+from .core.consolidation import SleepPolicy
 from .core.dedupe import DEFAULT_DEDUPE_WINDOW_S, check_seconds, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
@@ -25,8 +29,9 @@ from .core.validation import (
     check_top_k,
 )
 from .embedders.base import Embedder
+from .episodic import DEFAULT_EPISODE_GAP, EpisodicMixin
 from .errors import InvalidInputError
-from .models import DoctorReport, Memory, Stats
+from .models import DoctorReport, Memory, SleepReport, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S
@@ -48,7 +53,7 @@ def default_db_path() -> Path:
     return Path(data_home) / "mnemosyne" / "memories.db"
 
 
-class Mnemosyne:
+class Mnemosyne(EpisodicMixin, SleepMixin):
     """Durable memory for one agent session, in one database.
 
     Reconnect with the same ``session_id`` and ``db_path`` after a restart and the
@@ -78,6 +83,9 @@ class Mnemosyne:
         embedder: str | Embedder | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
         dedupe_window: float = DEFAULT_DEDUPE_WINDOW_S,
+        auto_sleep: bool | float | None = None,
+        sleep_policy: SleepPolicy | None = None,
+        episode_gap: float = DEFAULT_EPISODE_GAP,
     ) -> None:
         self.session_id = check_label(session_id, "session_id")
         self.dedupe_window = check_seconds(dedupe_window, "dedupe_window")
@@ -88,6 +96,9 @@ class Mnemosyne:
         self.db_path = Path(self._store.path)
         try:
             self._embedder = embedding.choose(embedder, self._store.recorded_embedder())
+            self._init_episodic(episode_gap)
+            # auto_sleep: True (sleep after 5 idle minutes) or an idle period in seconds.
+            self._init_sleep(sleep_policy, auto_sleep)
         except BaseException:
             self._store.close()
             raise
@@ -184,7 +195,9 @@ class Mnemosyne:
         if content is not None:
             vectors = self._embedder.embed([content])
             vector = None if vectors is None else vectors[0]
-        return self._store.update(memory_id, self.session_id, changes, vector, self._embedder.signature)
+        updated = self._store.update(memory_id, self.session_id, changes, vector, self._embedder.signature)
+        self._touch_auto_sleep()
+        return updated
 
     def forget(self, memory_id: str) -> None:
         """Delete a memory from every index, leaving only a tombstone in the audit log.
@@ -192,6 +205,7 @@ class Mnemosyne:
         Raises :class:`MemoryNotFoundError` if no such memory is visible here.
         """
         self._store.delete(check_label(memory_id, "memory_id"), self.session_id)
+        self._touch_auto_sleep()
 
     # -- reading --------------------------------------------------------------------
 
@@ -207,6 +221,7 @@ class Mnemosyne:
         include_consolidated: bool = False,
         now: TimeLike | None = None,
         explain: bool = False,
+        context: int = 0,
     ) -> list[Memory]:
         """The memories most relevant to ``query``, best first, each with a ``score``.
 
@@ -223,6 +238,7 @@ class Mnemosyne:
         ...     print(item)
         """
         check_query(query)
+        context = self._check_context(context)
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
         now_ts = optional_timestamp(now, "now")
@@ -231,7 +247,8 @@ class Mnemosyne:
             now=time.time() if now_ts is None else now_ts, explain=explain,
         )
         self._store.access.record(memory.id for memory in results)  # batched; never fails recall
-        return results
+        # context=N attaches each hit's neighbouring events; ranking is unchanged.
+        return self._attach_context(results, context) if context else results
 
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id if it is visible from this session, else None."""
@@ -321,6 +338,23 @@ class Mnemosyne:
         self.backfill_vectors()  # memories written while we were embedding
         return len(pairs)
 
+    # -- sleep ------------------------------------------------------------------------
+
+    def sleep(self, **options: Any) -> SleepReport:
+        """Consolidate now (see :meth:`SleepMixin.sleep` for the options); new summaries
+        get their vectors before this returns."""
+        report = super().sleep(**options)
+        if report.summaries and not report.dry_run:
+            self.backfill_vectors()
+        return report
+
+    def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
+        """The stored vectors of these memories, for the near-duplicate rule."""
+        signature = self._embedder.signature
+        if not signature or not signature.get("dimension"):
+            return None
+        return self._store.vectors_by_id(memory_ids, int(signature["dimension"]))
+
     # -- health ---------------------------------------------------------------------
 
     def doctor(self, repair: bool = False) -> DoctorReport:
@@ -341,6 +375,7 @@ class Mnemosyne:
 
     def close(self) -> None:
         """Close the database connections. The instance can't be used afterwards."""
+        self._stop_auto_sleep()
         self._backfill.stop()
         self._store.close()
 
@@ -363,9 +398,9 @@ class Mnemosyne:
     def _insert(self, memories: list[NewMemory]) -> list[str]:
         # Embed before taking the write lock: a slow model never blocks other writers.
         vectors = self._embedder.embed([m.content for m in memories])
-        return self._store.insert(
-            memories, None if vectors is None else list(vectors), self._embedder.signature
-        )
+        ids = self._store.insert(memories, None if vectors is None else list(vectors), self._embedder.signature)
+        self._touch_auto_sleep()
+        return ids
 
     def _prepare(
         self,
@@ -400,6 +435,7 @@ class Mnemosyne:
             valid_until=optional_timestamp(valid_until, "valid_until"),
             idempotency_key=idempotency_key,
             dedupe_since=dedupe_since(recorded_at, self.dedupe_window, allow_duplicate),
+            episode_id=self._episode_for_new_memory(),
         )
 
     def _filters(

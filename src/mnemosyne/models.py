@@ -37,6 +37,8 @@ class Memory:
     access_count: int = 0
     score: float | None = None
     explanation: dict[str, float] | None = None
+    # Neighbouring events of the same session, filled by ``recall(..., context=N)``.
+    context: tuple[Memory, ...] = ()
 
     def __str__(self) -> str:
         return self.content
@@ -47,6 +49,7 @@ class Memory:
         for key in ("created_at", "recorded_at", "valid_until"):
             if data[key] is not None:
                 data[key] = data[key].isoformat()
+        data["context"] = [event.to_dict() for event in self.context]
         return data
 
 
@@ -118,4 +121,72 @@ class DoctorReport:
         """A JSON-ready dict."""
         data = asdict(self)
         data["ok"] = self.ok
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """A time-ordered run of one session's events.
+
+    ``id`` is the explicit episode's id (``with mem.episode(label):``) or, for an
+    episode found by a time gap, ``"auto:"`` + the id of its first event.
+    ``summary`` is the summary memory sleep made of it, when there is one.
+    """
+
+    id: str
+    session_id: str
+    label: str | None
+    started_at: datetime
+    ended_at: datetime
+    size: int
+    closed: bool
+    summary: Memory | None = None
+    event_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO 8601 strings)."""
+        return {
+            "id": self.id, "session_id": self.session_id, "label": self.label,
+            "started_at": self.started_at.isoformat(), "ended_at": self.ended_at.isoformat(),
+            "size": self.size, "closed": self.closed,
+            "summary": None if self.summary is None else self.summary.to_dict(),
+            "event_ids": list(self.event_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SleepReport:
+    """What one ``sleep()`` did. ``id`` is what ``undo_sleep()`` takes.
+
+    ``changed_rows`` counts memory rows inserted or updated: 0 means the database's
+    memories are exactly as before (a second sleep with no new data reports 0).
+    """
+
+    id: str
+    started_at: datetime
+    finished_at: datetime
+    active_before: int
+    active_after: int
+    merged: int = 0
+    summaries: int = 0
+    summarised: int = 0
+    superseded: int = 0
+    expired: int = 0
+    promoted: int = 0
+    decayed: int = 0
+    reinforced: int = 0
+    changed_rows: int = 0
+    summariser_fallbacks: int = 0
+    dry_run: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO 8601 strings)."""
+        data = asdict(self)
+        data["started_at"] = self.started_at.isoformat()
+        data["finished_at"] = self.finished_at.isoformat()
+        data["seconds"] = round(self.seconds, 3)
         return data

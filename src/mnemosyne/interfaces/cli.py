@@ -143,6 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--backup-dir", help="where the backup tool writes (default: backups/ beside the database)"
     )
+
+    sub = command("sleep", _sleep, "consolidate now: merge duplicates, summarise episodes, decay (undoable)")
+    sub.add_argument("--dry-run", action="store_true", help="plan and report, change nothing")
+
+    sub = command("undo-sleep", _undo_sleep, "put memories back as they were before a sleep run")
+    sub.add_argument("report_id", help="the id printed by `mnemosyne sleep`")
+
+    sub = command("timeline", _timeline, "print a session's events in the order they happened")
+    sub.add_argument("--since", help="ISO 8601 start")
+    sub.add_argument("--until", help="ISO 8601 end")
+    sub.add_argument("--limit", type=int, default=100, help="at most this many events (default: %(default)s)")
+
+    command("episodes", _episodes, "list a session's episodes with their size and summary")
     return parser
 
 
@@ -241,6 +254,30 @@ def _mcp(args: argparse.Namespace) -> None:
     from .mcp_server import serve  # raises MissingDependencyError without the 'mcp' extra
 
     serve(args.db, args.session, http=args.http, host=args.host, port=args.port, backup_dir=args.backup_dir)
+
+
+def _sleep(args: argparse.Namespace) -> None:
+    report = _open(args).sleep(dry_run=args.dry_run)
+    _emit(args, report.to_dict(), lambda: _print_record(report.to_dict()))
+
+
+def _undo_sleep(args: argparse.Namespace) -> None:
+    _open(args).undo_sleep(args.report_id)
+    _emit(args, {"undone": args.report_id}, lambda: print(f"undid sleep {args.report_id}"))
+
+
+def _timeline(args: argparse.Namespace) -> None:
+    events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
+    _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events))
+
+
+def _episodes(args: argparse.Namespace) -> None:
+    found = _open(args).episodes()
+    rows = [(e.started_at.strftime("%Y-%m-%d %H:%M"), e.ended_at.strftime("%Y-%m-%d %H:%M"), e.size,
+             e.label or "", e.summary.content if e.summary else "") for e in found]
+    _emit(args, [e.to_dict() for e in found],
+          lambda: _print_table(("start", "end", "size", "label", "summary"), rows) if rows
+          else print("no episodes"))
 
 
 # -- helpers --------------------------------------------------------------------------

@@ -35,6 +35,7 @@ class NewMemory:
     # Return an existing memory with the same content, session, scope and kind
     # recorded at or after this time instead of inserting (None: always insert).
     dedupe_since: float | None = None
+    episode_id: str | None = None  # set inside `with mem.episode(...)`
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,9 +149,61 @@ def _index_existing_contexts(conn: sqlite3.Connection) -> None:
     refresh_all_contexts(conn)
 
 
+_V3_EPISODES_AND_SLEEP = """
+-- Consolidation state per memory: how strong it still is, how often it was seen
+-- (merged duplicates), when it was last seen, and the explicit episode it belongs to.
+ALTER TABLE memories ADD COLUMN strength REAL NOT NULL DEFAULT 1.0;
+ALTER TABLE memories ADD COLUMN occurrences INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE memories ADD COLUMN last_seen_at REAL;
+ALTER TABLE memories ADD COLUMN episode_id TEXT;
+CREATE INDEX memories_by_episode ON memories (episode_id);
+
+-- Episodes opened explicitly with `with mem.episode(label):`; time-gap episodes are
+-- computed from created_at and need no row.
+CREATE TABLE episodes (
+    id         TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at   REAL
+);
+
+-- Provenance: `src` (a summary, a canonical memory, a newer fact) stands for `dst`.
+-- Deleting either memory (forget) removes the link with it.
+CREATE TABLE memory_links (
+    src_id     TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    dst_id     TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('summarises', 'merges', 'supersedes')),
+    run_id     TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (src_id, dst_id, kind)
+);
+CREATE INDEX memory_links_by_dst ON memory_links (dst_id);
+CREATE INDEX memory_links_by_run ON memory_links (run_id);
+
+-- One row per sleep: its report and what is needed to undo it exactly.
+CREATE TABLE sleep_runs (
+    id          TEXT PRIMARY KEY,
+    started_at  REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    status      TEXT NOT NULL CHECK (status IN ('applied', 'undone')),
+    report      TEXT NOT NULL,
+    undo        TEXT NOT NULL
+);
+
+-- Named leases (one sleeper per database); an expired lease may be taken over.
+CREATE TABLE leases (
+    name       TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
     Migration(2, "semantic recall", _V2_SEMANTIC_RECALL, after=_index_existing_contexts),
+    Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -22,7 +22,7 @@ from .derived import present
 from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
 from .rows import audit, dump_json, row_to_memory
-from .vector_index import VectorIndex, encode_vector
+from .vector_index import VectorIndex, decode_vectors, encode_vector
 
 _COLUMNS = (
     "id, session_id, scope, kind, status, content, content_hash, source, importance, "
@@ -89,13 +89,13 @@ class SQLiteStore:
         if repeated is not None:
             return repeated, None
         cursor = conn.execute(
-            f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * 16)}) "
+            f"INSERT INTO memories ({_COLUMNS}, episode_id) VALUES ({', '.join('?' * 17)}) "
             "ON CONFLICT (idempotency_key) DO NOTHING",
             (
                 memory.id, memory.session_id, memory.scope, memory.kind, memory.status,
                 memory.content, memory.content_hash, memory.source, memory.importance,
                 dump_json(memory.metadata), memory.created_at, memory.recorded_at,
-                memory.recorded_at, memory.valid_until, 0, memory.idempotency_key,
+                memory.recorded_at, memory.valid_until, 0, memory.idempotency_key, memory.episode_id,
             ),
         )
         if cursor.rowcount == 0:  # the key's UNIQUE constraint says it is stored already
@@ -277,6 +277,22 @@ class SQLiteStore:
                 (limit,),
             ).fetchall()
         return [(int(seq), str(content)) for seq, content in rows]
+
+    def vectors_by_id(self, memory_ids: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
+        """The stored vector of each of these memories that has one."""
+        found: dict[str, np.ndarray] = {}
+        ids = list(memory_ids)
+        with self._db.read() as conn:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows = conn.execute(
+                    "SELECT m.id, v.vector FROM memories AS m JOIN memory_vectors AS v ON v.seq = m.seq "
+                    f"WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk,
+                ).fetchall()
+                for memory_id, blob in rows:
+                    if len(blob) == 2 * dimension:
+                        found[memory_id] = decode_vectors([blob], dimension)[0]
+        return found
 
     def count_missing_vectors(self) -> int:
         with self._db.read() as conn:

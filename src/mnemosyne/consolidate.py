@@ -1,0 +1,265 @@
+"""Running sleep: lease, snapshot, plan, optional summariser, one transaction.
+
+    report = mem.sleep()
+    print(report.active_before, "->", report.active_after)
+    mem.undo_sleep(report.id)          # everything back as it was before that sleep
+
+The pure planner (:func:`mnemosyne.core.consolidation.plan_consolidation`) decides;
+this module only does the I/O around it. A pluggable summariser is any callable
+``texts -> str``; it runs with a timeout and never while the database is locked.
+An OpenAI-compatible client works, for example::
+
+    def llm_summary(texts):
+        reply = client.chat.completions.create(model="llama3.2", messages=[
+            {"role": "user", "content": "Summarise in 3 sentences:\\n" + "\\n".join(texts)}])
+        return reply.choices[0].message.content
+
+    mem.sleep(summariser=llm_summary, summariser_timeout=20)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import numpy as np
+
+from .core.consolidation import Plan, SleepPolicy, plan_consolidation
+from .core.ids import new_id
+from .core.summarise import _cut
+from .core.timeutil import from_timestamp
+from .errors import InvalidInputError, LeaseHeldError
+from .models import SleepReport
+from .storage.sqlite.consolidation import ConflictError, SleepStore
+
+log = logging.getLogger("mnemosyne.sleep")
+
+Summariser = Callable[[Sequence[str]], str]
+LEASE_TTL = 120.0
+_ATTEMPTS = 3
+
+
+def run_sleep(
+    sleeper: SleepStore,
+    policy: SleepPolicy,
+    *,
+    summariser: Summariser | None = None,
+    summariser_timeout: float = 30.0,
+    vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray] | None] | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> SleepReport:
+    """One consolidation pass over the whole database; see :meth:`Mnemosyne.sleep`."""
+    holder = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-12:]}"
+    started = time.time()
+    sleeper.acquire_lease(holder, LEASE_TTL)
+    try:
+        for attempt in range(_ATTEMPTS):
+            snapshot = sleeper.snapshot()
+            vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
+            plan = plan_consolidation(
+                snapshot.records, started if now is None else now, policy, vectors=vecs,
+                summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
+                episode_labels=snapshot.labels,
+            )
+            counts = _counts(plan)
+            run_id = new_id()
+            if dry_run:
+                active = sleeper.count_active()
+                changed = len(plan.updates) + len(plan.summaries)
+                return _report(run_id, started, counts, active, active, changed, 0, dry_run=True)
+            contents: dict[str, str] = {}
+            fallbacks = 0
+            if summariser is not None and plan.summaries:
+                contents, fallbacks = _summarise(
+                    plan, summariser, summariser_timeout, policy, sleeper, holder)
+            new_ids = {summary.key: new_id() for summary in plan.summaries}
+            try:
+                applied = sleeper.apply(
+                    plan, snapshot, run_id, holder, contents, new_ids,
+                    {**counts, "summariser_fallbacks": fallbacks}, started,
+                )
+            except ConflictError as exc:
+                # A memory was updated or forgotten while we planned: plan again.
+                log.info("sleep: %s changed during planning (attempt %d); replanning", exc, attempt + 1)
+                continue
+            return _report(run_id, started, counts, applied.active_before, applied.active_after,
+                           applied.changed_rows, fallbacks)
+        raise LeaseHeldError("memories kept changing while sleep planned; try again when writes calm down")
+    finally:
+        sleeper.release_lease(holder)
+
+
+def _summarise(
+    plan: Plan, summariser: Summariser, timeout: float, policy: SleepPolicy, sleeper: SleepStore, holder: str
+) -> tuple[dict[str, str], int]:
+    """Call the user's summariser per episode, outside any lock; fall back on failure."""
+    contents: dict[str, str] = {}
+    fallbacks = 0
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemosyne-summariser")
+    try:
+        for summary in plan.summaries:
+            future = pool.submit(summariser, list(summary.source_texts))
+            try:
+                text = future.result(timeout=timeout)
+                if not isinstance(text, str) or not text.strip():
+                    raise ValueError("the summariser returned no text")
+                header = summary.content.split("): ", 1)[0] + "): "
+                contents[summary.key] = _cut(header + text.strip(), policy.summary_max_chars * 2)
+            except FutureTimeout:
+                fallbacks += 1
+                log.warning("sleep: summariser timed out after %ss; kept the extractive summary", timeout)
+            except Exception as exc:  # any failure of user code falls back, never loses the sleep
+                fallbacks += 1
+                log.warning("sleep: summariser failed (%s); kept the extractive summary", exc)
+            sleeper.acquire_lease(holder, LEASE_TTL)  # renew: summarising may be slow
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return contents, fallbacks
+
+
+def _counts(plan: Plan) -> dict[str, int]:
+    keys = ("merged", "summaries", "summarised", "superseded", "expired", "promoted", "decayed", "reinforced")
+    return {key: int(plan.counts.get(key, 0)) for key in keys}
+
+
+def _report(run_id: str, started: float, counts: dict[str, int], before: int, after: int, changed: int,
+            fallbacks: int, dry_run: bool = False) -> SleepReport:
+    return SleepReport(
+        id=run_id, started_at=from_timestamp(started), finished_at=from_timestamp(time.time()),
+        active_before=before, active_after=after, changed_rows=changed,
+        summariser_fallbacks=fallbacks, dry_run=dry_run, **counts,
+    )
+
+
+class AutoSleeper:
+    """Runs ``sleep`` in a daemon thread once writes have been quiet for ``idle`` seconds.
+
+    ``remember``/``update``/``forget`` only call :meth:`touch` (a timestamp), so they
+    never wait on it. Another process holding the lease just means skipping a turn.
+    """
+
+    def __init__(self, sleep: Callable[[], Any], idle: float) -> None:
+        if idle <= 0:
+            raise ValueError("auto_sleep idle period must be > 0 seconds")
+        self.idle = idle
+        self._sleep = sleep
+        self._last_write = time.monotonic()
+        self._dirty = False
+        self._stop = threading.Event()
+        self.runs = 0
+        self.last_report: SleepReport | None = None
+        self.last_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="mnemosyne-auto-sleep", daemon=True)
+        self._thread.start()
+
+    def touch(self) -> None:
+        self._last_write = time.monotonic()
+        self._dirty = True
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(min(self.idle / 4, 5.0)):
+            if not self._dirty or time.monotonic() - self._last_write < self.idle:
+                continue
+            self._dirty = False
+            try:
+                self.last_report = self._sleep()
+                self.runs += 1
+            except LeaseHeldError:
+                self._dirty = True  # someone else is sleeping; try again later
+            except Exception as exc:  # the thread must survive; the error is kept and logged
+                self.last_error = exc
+                log.exception("auto-sleep failed")
+
+
+
+
+class SleepMixin:
+    """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
+
+    _store: Any
+    sleep_policy: SleepPolicy
+    _auto_sleeper: AutoSleeper | None = None
+
+    def _init_sleep(self, policy: SleepPolicy | None, auto_sleep: bool | float | None) -> None:
+        if policy is not None and not isinstance(policy, SleepPolicy):
+            raise InvalidInputError("sleep_policy must be a mnemosyne.core.consolidation.SleepPolicy")
+        self.sleep_policy = policy or SleepPolicy()
+        self._sleeper = SleepStore(self._store)
+        if auto_sleep is None or auto_sleep is False:
+            return
+        idle = DEFAULT_IDLE if auto_sleep is True else auto_sleep
+        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0:
+            raise InvalidInputError(
+                f"auto_sleep must be True, False/None or an idle period in seconds > 0, got {auto_sleep!r}"
+            )
+        self._auto_sleeper = AutoSleeper(self.sleep, float(idle))
+
+    def sleep(
+        self,
+        *,
+        summariser: Summariser | None = None,
+        summariser_timeout: float = 30.0,
+        policy: SleepPolicy | None = None,
+        dry_run: bool = False,
+    ) -> SleepReport:
+        """Consolidate the whole database now and report what changed.
+
+        Merges near-duplicates, summarises closed episodes, decays strength,
+        promotes recurring knowledge, supersedes stale facts and expires what is
+        past ``valid_until``. Nothing is deleted: originals stay, hidden from
+        default recall, and :meth:`undo_sleep` reverses the run. Raises
+        :class:`LeaseHeldError` if another process is already sleeping.
+
+        >>> report = mem.sleep()
+        >>> report.active_before, report.active_after, report.id
+        (1200, 640, '0193...')
+        """
+        if summariser is not None and not callable(summariser):
+            raise InvalidInputError("summariser must be a callable taking a list of texts and returning text")
+        if isinstance(summariser_timeout, bool) or not isinstance(summariser_timeout, (int, float)) \
+                or summariser_timeout <= 0:
+            raise InvalidInputError(f"summariser_timeout must be > 0 seconds, got {summariser_timeout!r}")
+        return run_sleep(
+            self._sleeper, policy or self.sleep_policy, summariser=summariser,
+            summariser_timeout=float(summariser_timeout), vectors=self._sleep_vectors, dry_run=dry_run,
+        )
+
+    def undo_sleep(self, report_id: str) -> dict[str, Any]:
+        """Put back every memory as it was before sleep run ``report_id``; return its report.
+
+        Runs are undone newest first: undoing one that a later sleep built on is
+        refused with :class:`InvalidInputError` naming the later run.
+
+        >>> mem.undo_sleep(report.id)
+        """
+        if not isinstance(report_id, str) or not report_id.strip():
+            raise InvalidInputError(f"report_id must be the id of a SleepReport, got {report_id!r}")
+        return self._sleeper.undo(report_id)
+
+    def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
+        """Embedding per memory id for the near-duplicate rule; none without an embedder."""
+        return None
+
+    def _touch_auto_sleep(self) -> None:
+        if self._auto_sleeper is not None:
+            self._auto_sleeper.touch()
+
+    def _stop_auto_sleep(self) -> None:
+        if self._auto_sleeper is not None:
+            self._auto_sleeper.stop()
+
+
+DEFAULT_IDLE = 300.0

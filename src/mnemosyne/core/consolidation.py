@@ -1,0 +1,347 @@
+"""The sleep planner: memories + now -> the changes one sleep makes (pure).
+
+``plan_consolidation`` reads nothing and writes nothing; it is deterministic, so
+running it again on its own output plans nothing (sleep is idempotent). Steps, in
+order, each on what the previous ones left active:
+
+1. **expire** memories past ``valid_until`` (status ``expired``: hidden, kept);
+2. **supersede** an older "<subject> is <value>" fact by a newer one with another
+   value for the same subject (the old one is kept, linked, status ``superseded``);
+3. **merge** near-duplicates into their earliest member (the canonical memory), which
+   takes the earliest ``created_at``, the latest sighting, the summed occurrence
+   count and the highest importance; copies seen in several sessions are promoted
+   to ``global`` scope so no session loses sight of them;
+4. **promote** session memories marked important to ``global`` (configurable);
+5. **summarise** closed episodes into ``summary`` memories linked to every source;
+   a source is marked ``consolidated`` when the summary represents it (or, with
+   ``consolidate="all"``, always), unless it is important enough to stay in view;
+6. **decay / reinforce** the strength of what is still active.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from .dedup import DupRules, duplicate_groups, fact_key
+from .episodes import split_episodes
+from .lexical import STOPWORDS, tokenize
+from .summarise import extractive_summary
+
+DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What the planner knows about one stored memory (times in Unix seconds)."""
+
+    id: str
+    session_id: str
+    scope: str
+    kind: str
+    status: str
+    content: str
+    content_hash: str
+    importance: float
+    created_at: float
+    valid_until: float | None = None
+    access_count: int = 0
+    last_accessed_at: float | None = None
+    strength: float = 1.0
+    occurrences: int = 1
+    last_seen_at: float | None = None
+    episode_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SleepPolicy:
+    """Every knob of consolidation, with conservative defaults.
+
+    >>> SleepPolicy(episode_gap=600, promote_importance=None)  # no promotion by importance
+    """
+
+    episode_gap: float = 1800.0  # seconds of silence that end an episode
+    summarise_after: float = DAY  # an episode is summarised once it ended this long ago
+    min_episode_size: int = 3
+    summary_max_chars: int = 1000
+    summary_max_sentences: int = 8
+    keep_importance: float = 0.8  # sources this important stay active beside the summary
+    # Which summarised sources leave default recall: "represented" ones (the summary
+    # holds most of their words, or they carry almost none: "Thanks!", "Wow"), or
+    # "all" of them. Sources left active are still linked from the summary.
+    consolidate: str = "represented"
+    represented_fraction: float = 0.6
+    min_info_words: int = 3
+    duplicates: DupRules = field(default_factory=DupRules)
+    promote_recurring: bool = True  # a duplicate seen in >= 2 sessions becomes global
+    promote_importance: float | None = 0.9
+    supersede: bool = True
+    half_life_days: float = 30.0
+    strength_step: float = 0.05  # smaller strength changes are not written
+
+    def __post_init__(self) -> None:
+        if self.episode_gap <= 0 or self.summarise_after < 0 or self.half_life_days <= 0:
+            raise ValueError("episode_gap and half_life_days must be > 0, summarise_after >= 0")
+        if self.min_episode_size < 2:
+            raise ValueError("min_episode_size must be >= 2")
+        if self.consolidate not in ("represented", "all"):
+            raise ValueError("consolidate must be 'represented' or 'all'")
+
+
+@dataclass(frozen=True, slots=True)
+class NewSummary:
+    """A summary memory to create; ``key`` names it in links until it has an id."""
+
+    key: str
+    session_id: str
+    scope: str
+    content: str
+    importance: float
+    created_at: float
+    last_seen_at: float
+    strength: float
+    episode_id: str
+    sources: tuple[str, ...]
+    source_texts: tuple[str, ...]
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    src: str  # a memory id, or a NewSummary key
+    dst: str
+    kind: str  # 'summarises' | 'merges' | 'supersedes'
+
+
+@dataclass(slots=True)
+class Plan:
+    """The changes one sleep makes: column updates, new summaries, new links."""
+
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    summaries: list[NewSummary] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def empty(self) -> bool:
+        return not self.updates and not self.summaries and not self.links
+
+    def set(self, memory_id: str, **values: Any) -> None:
+        self.updates.setdefault(memory_id, {}).update(values)
+
+
+def plan_consolidation(
+    memories: Sequence[Record],
+    now: float,
+    policy: SleepPolicy | None = None,
+    *,
+    vectors: Mapping[str, np.ndarray] | None = None,
+    summarised: Collection[str] = (),
+    open_episodes: Collection[str] = (),
+    episode_labels: Mapping[str, str] | None = None,
+) -> Plan:
+    """Decide what one sleep changes; pure and deterministic.
+
+    ``memories``: every stored memory (only ``active`` ones are acted on).
+    ``vectors``: optional embedding per memory id for the near-duplicate rule.
+    ``summarised``: ids already linked from a summary (never summarised twice).
+    ``open_episodes``: explicit episodes whose ``with`` block has not ended.
+
+    >>> plan = plan_consolidation(records, now=time.time())
+    >>> plan.counts["merged"], len(plan.summaries)
+    (12, 3)
+    """
+    policy = policy or SleepPolicy()
+    plan = Plan()
+    state = {m.id: m for m in memories}
+    active = sorted((m for m in memories if m.status == "active"), key=lambda m: (m.created_at, m.id))
+
+    def live() -> list[Record]:
+        return [m for m in active if plan.updates.get(m.id, {}).get("status", "active") == "active"]
+
+    def value(m: Record, column: str) -> Any:
+        return plan.updates.get(m.id, {}).get(column, getattr(m, column))
+
+    # 1. expire
+    for m in active:
+        if m.valid_until is not None and m.valid_until <= now:
+            plan.set(m.id, status="expired")
+            plan.counts["expired"] += 1
+
+    # 2. supersede: only single-sentence "<subject> is <value>" facts of one session.
+    if policy.supersede:
+        latest: dict[tuple[str, str, str], tuple[Record, str]] = {}
+        for m in live():
+            if m.kind == "summary":
+                continue
+            fact = fact_key(m.content)
+            if fact is None:
+                continue
+            slot = (m.session_id, m.scope, fact[0])
+            previous = latest.get(slot)
+            if previous is not None and previous[1] != fact[1]:
+                plan.set(previous[0].id, status="superseded")
+                plan.links.append(Link(m.id, previous[0].id, "supersedes"))
+                plan.counts["superseded"] += 1
+            if previous is None or previous[1] != fact[1]:
+                latest[slot] = (m, fact[1])
+
+    # 3. merge near-duplicates into their earliest member
+    candidates = [m for m in live() if m.kind != "summary"]
+
+    def compatible(anchor: int, item: int) -> bool:
+        a, b = candidates[anchor], candidates[item]
+        return a.session_id == b.session_id or a.scope == "global" or policy.promote_recurring
+
+    groups = duplicate_groups(
+        [m.id for m in candidates], [m.content_hash for m in candidates],
+        [m.content for m in candidates], policy.duplicates, vectors, compatible,
+    )
+    for group in groups:
+        members = [candidates[i] for i in group]
+        canonical = members[0]
+        sightings = [m.last_seen_at or m.created_at for m in members]
+        global_scope = any(m.scope == "global" for m in members) or len({m.session_id for m in members}) > 1
+        changes: dict[str, Any] = {
+            "occurrences": sum(m.occurrences for m in members),
+            "last_seen_at": max(sightings),
+            "importance": max(m.importance for m in members),
+            "created_at": min(m.created_at for m in members),
+        }
+        if global_scope and canonical.scope != "global":
+            changes["scope"] = "global"
+            plan.counts["promoted"] += 1
+        plan.set(canonical.id, **{k: v for k, v in changes.items() if getattr(canonical, k) != v})
+        for m in members[1:]:
+            plan.set(m.id, status="consolidated")
+            plan.links.append(Link(canonical.id, m.id, "merges"))
+            plan.counts["merged"] += 1
+
+    # 4. promote important session knowledge
+    if policy.promote_importance is not None:
+        for m in live():
+            important = value(m, "importance") >= policy.promote_importance
+            if m.kind != "summary" and value(m, "scope") == "session" and important:
+                plan.set(m.id, scope="global")
+                plan.counts["promoted"] += 1
+
+    # 5. summarise closed episodes of session events
+    done = set(summarised)
+    events = [
+        m for m in live()
+        if m.kind == "episodic" and value(m, "scope") == "session" and m.id not in done
+    ]
+    labels = episode_labels or {}
+    for key, members in split_episodes(events, policy.episode_gap):
+        end = members[-1].created_at
+        if (
+            len(members) < policy.min_episode_size
+            or key in open_episodes
+            or end + policy.episode_gap > now
+            or end + policy.summarise_after > now
+        ):
+            continue
+        summary = _summary(key, members, labels.get(key), policy, now, value)
+        plan.summaries.append(summary)
+        plan.counts["summaries"] += 1
+        summary_words = set(tokenize(summary.content))
+        for m in members:
+            plan.links.append(Link(key, m.id, "summarises"))
+            if value(m, "importance") < policy.keep_importance and (
+                policy.consolidate == "all" or _represented(m.content, summary_words, policy)
+            ):
+                plan.set(m.id, status="consolidated")
+                plan.counts["summarised"] += 1
+
+    # 6. decay and reinforce what is still active
+    for m in live():
+        merged = Record(**{**_fields(m), **plan.updates.get(m.id, {})})
+        target = strength(merged, now, policy)
+        if abs(target - m.strength) >= policy.strength_step:
+            plan.set(m.id, strength=target)
+            plan.counts["decayed" if target < m.strength else "reinforced"] += 1
+
+    # Drop no-op updates so "changed rows" means rows that really change.
+    for memory_id in list(plan.updates):
+        original = state[memory_id]
+        real = {k: v for k, v in plan.updates[memory_id].items() if getattr(original, k) != v}
+        if real:
+            plan.updates[memory_id] = real
+        else:
+            del plan.updates[memory_id]
+    return plan
+
+
+def strength(m: Record, now: float, policy: SleepPolicy) -> float:
+    """How present a memory still is, in [0, 1], rounded to 0.01.
+
+    Halves every ``half_life_days`` since it was last created, seen or recalled; each
+    recall or repeat lengthens the half-life; importance is a floor, so what was
+    marked important never fades below it.
+    """
+    last = max(m.created_at, m.last_seen_at or 0.0, m.last_accessed_at or 0.0)
+    half_life = policy.half_life_days * (1 + m.access_count + (m.occurrences - 1))
+    age_days = max(0.0, now - last) / DAY
+    return round(max(m.importance, 0.5 ** (age_days / half_life)), 2)
+
+
+def _summary(key: str, members: list[Record], label: str | None, policy: SleepPolicy, now: float,
+             value: Any) -> NewSummary:
+    start, end = members[0].created_at, members[-1].created_at
+    name = f"'{label}'" if label else "episode"
+    header = f"Summary of {name} ({len(members)} events, {_when(start)} to {_when(end)}): "
+    texts = tuple(m.content for m in members)
+    extract = extractive_summary(texts, header, policy.summary_max_chars, policy.summary_max_sentences)
+    importance = max(value(m, "importance") for m in members)
+    record = Record(
+        id=key, session_id=members[0].session_id, scope="session", kind="summary", status="active",
+        content=extract.text, content_hash="", importance=importance, created_at=start, last_seen_at=end,
+    )
+    return NewSummary(
+        key=key, session_id=members[0].session_id, scope="session", content=extract.text,
+        importance=importance, created_at=start, last_seen_at=end,
+        strength=strength(record, now, policy), episode_id=key,
+        sources=tuple(m.id for m in members), source_texts=texts, label=label,
+    )
+
+
+def _represented(content: str, summary_words: set[str], policy: SleepPolicy) -> bool:
+    """The summary says (nearly) everything this source says, or it says almost nothing."""
+    words = {w for w in tokenize(content) if w not in STOPWORDS}
+    if len(words) < policy.min_info_words:
+        return True
+    return len(words & summary_words) >= policy.represented_fraction * len(words)
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _fields(m: Record) -> dict[str, Any]:
+    return {name: getattr(m, name) for name in Record.__slots__}
+
+
+def reachable_from_active(records: Sequence[Record], links: Sequence[tuple[str, str]]) -> set[str]:
+    """Ids that are active or reachable from an active memory through links.
+
+    The "nothing is lost" invariant: after any sleep, every memory that is not
+    ``expired`` is in this set.
+    """
+    children: dict[str, list[str]] = defaultdict(list)
+    for src, dst in links:
+        children[src].append(dst)
+    seen = {r.id for r in records if r.status == "active"}
+    stack = list(seen)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return seen
+
+

@@ -1,0 +1,189 @@
+"""Finding near-duplicates and newer versions of the same fact (pure).
+
+Two memories are near-duplicates when their normalised text is equal, or when they
+state the same values (numbers, days, months, negation) and either their word sets
+overlap almost entirely (Jaccard similarity) or, when both have embedding vectors,
+the vectors' cosine similarity is above a threshold.
+Groups are anchored on their earliest member and never chained, so a run of
+gradually drifting texts cannot collapse into one memory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lexical import STOPWORDS, tokenize
+
+
+@dataclass(frozen=True, slots=True)
+class DupRules:
+    jaccard: float = 0.8
+    min_tokens: int = 4  # shorter texts only merge when equal after normalising
+    cosine: float = 0.95  # MiniLM puts "two kids"/"three kids" at 0.96: values must match too
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
+
+
+# Words that state a value: two texts that differ in one of them say different things
+# however alike they read ("two kids" / "three kids", "on Monday" / "on Tuesday").
+_VALUE_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve twenty thirty
+    forty fifty hundred thousand million first second third fourth fifth half once twice
+    monday tuesday wednesday thursday friday saturday sunday january february march april
+    may june july august september october november december yesterday today tomorrow
+    not never no none""".split()
+)
+
+
+def values(words: frozenset[str]) -> frozenset[str]:
+    """The words of a text that state numbers, days, months or negation."""
+    return frozenset(w for w in words if w in _VALUE_WORDS or any(c.isdigit() for c in w))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def duplicate_groups(
+    ids: Sequence[str],
+    hashes: Sequence[str],
+    texts: Sequence[str],
+    rules: DupRules,
+    vectors: Mapping[str, np.ndarray] | None = None,
+    compatible: Callable[[int, int], bool] = lambda anchor, item: True,
+) -> list[list[int]]:
+    """Indices grouped by duplication; the input must be in time order.
+
+    Each group's first index is its anchor (the earliest); an item joins the group
+    of the earliest anchor it duplicates and that ``compatible(anchor, item)``
+    allows. Only groups of two or more are returned.
+    """
+    n = len(ids)
+    sets = [word_set(text) for text in texts]
+    numbers = [values(words) for words in sets]
+    frequency: Counter[str] = Counter()
+    for words in sets:
+        frequency.update(words)
+    similar = _vector_neighbours(ids, vectors, rules.cosine)
+
+    def prefix(words: frozenset[str]) -> list[str]:
+        # Prefix filtering: two sets with Jaccard >= t must share one of the first
+        # |A| - ceil(t|A|) + 1 words in a fixed (rarest-first) order, so indexing
+        # and probing only those finds every match without comparing every pair.
+        ordered = sorted(words, key=lambda w: (frequency[w], w))
+        return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
+
+    anchor_of_hash: dict[str, int] = {}
+    postings: dict[str, list[int]] = defaultdict(list)  # prefix word -> anchors
+    members: dict[int, list[int]] = {}
+    for i in range(n):
+        candidates: set[int] = set()
+        exact = anchor_of_hash.get(hashes[i])
+        if exact is not None:
+            candidates.add(exact)
+        lexical = len(sets[i]) >= rules.min_tokens
+        head = prefix(sets[i]) if lexical else []
+        for word in head:
+            candidates.update(postings.get(word, ()))
+        candidates.update(j for j in similar.get(i, ()) if j in members)
+        chosen = None
+        for j in sorted(candidates):
+            if not compatible(j, i):
+                continue
+            if (
+                hashes[j] == hashes[i]
+                or (numbers[i] == numbers[j] and j in similar.get(i, ()))
+                or (numbers[i] == numbers[j] and _lexical_duplicate(sets[i], sets[j], rules))
+            ):
+                chosen = j
+                break
+        if chosen is not None:
+            members[chosen].append(i)
+            continue
+        members[i] = [i]
+        anchor_of_hash.setdefault(hashes[i], i)
+        for word in head:
+            postings[word].append(i)
+    return [group for group in members.values() if len(group) > 1]
+
+
+def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
+    """Nearly the same words (the caller also requires the same numbers: "step 3" is
+    not "step 4")."""
+    if len(a) < rules.min_tokens or len(b) < rules.min_tokens:
+        return False
+    small, large = sorted((len(a), len(b)))
+    if small < rules.jaccard * large:  # size filter: cannot reach the threshold
+        return False
+    return jaccard(a, b) >= rules.jaccard
+
+
+def _vector_neighbours(
+    ids: Sequence[str], vectors: Mapping[str, np.ndarray] | None, threshold: float
+) -> dict[int, set[int]]:
+    """For each item with a vector, the earlier items whose cosine is >= threshold."""
+    if not vectors:
+        return {}
+    rows = [i for i, memory_id in enumerate(ids) if memory_id in vectors]
+    if len(rows) < 2:
+        return {}
+    matrix = np.stack([np.asarray(vectors[ids[i]], dtype=np.float32) for i in rows])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    matrix = matrix / norms
+    neighbours: dict[int, set[int]] = {}
+    block = 1024  # bounded memory: never the full n x n matrix at once
+    for start in range(0, len(rows), block):
+        sims = matrix[start:start + block] @ matrix.T
+        for offset, row in enumerate(sims):
+            position = start + offset
+            earlier = np.nonzero(row[:position] >= threshold)[0]
+            if len(earlier):
+                neighbours[rows[position]] = {rows[int(k)] for k in earlier}
+    return neighbours
+
+
+# -- facts ---------------------------------------------------------------------------
+
+# "<subject> is <value>", one sentence. Deliberately narrow: only this shape, no
+# colon (which marks "speaker: text" transcripts), no pronoun subjects.
+_FACT = re.compile(
+    r"^\s*(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:is|are)\s+(?:now\s+)?"
+    r"(?P<value>[^.!?;:\n]{1,120}?)\s*[.!]?\s*$",
+    re.IGNORECASE,
+)
+_VAGUE_SUBJECT = frozenset(
+    "i you he she it we they this that these those there here what who which how why where "
+    "when everything something nothing someone everyone".split()
+)
+_NOT_A_VALUE = frozenset("not also too never still a an one just".split())
+
+
+def fact_key(text: str) -> tuple[str, str] | None:
+    """``(subject, value)`` when ``text`` states one fact about a named subject.
+
+    >>> fact_key("The deploy window is Friday 18:00")   # ':' inside: not a fact
+    >>> fact_key("The deploy window is Friday evening.")
+    ('deploy window', 'friday evening')
+    """
+    match = _FACT.match(text)
+    if match is None:
+        return None
+    subject = tokenize(match["subject"])
+    value = tokenize(match["value"])
+    if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
+        return None
+    content = [word for word in subject if word not in STOPWORDS]
+    if not content:
+        return None
+    return " ".join(content), " ".join(value)

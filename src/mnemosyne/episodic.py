@@ -1,0 +1,142 @@
+"""Episodic memory on the facade: episodes, timelines and recall context.
+
+Mixed into :class:`mnemosyne.Mnemosyne`; every method here is public API.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from .core.episodes import split_episodes
+from .core.ids import new_id
+from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
+from .core.validation import check_label
+from .errors import InvalidInputError
+from .models import Episode, Memory
+from .storage.sqlite.episodic import EpisodicStore
+
+if TYPE_CHECKING:
+    from .storage.sqlite import SQLiteStore
+
+DEFAULT_EPISODE_GAP = 1800.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Event:
+    id: str
+    session_id: str
+    created_at: float
+    episode_id: str | None
+
+
+class EpisodicMixin:
+    session_id: str
+    _store: SQLiteStore
+    episode_gap: float = DEFAULT_EPISODE_GAP
+
+    def _init_episodic(self, episode_gap: float) -> None:
+        if isinstance(episode_gap, bool) or not isinstance(episode_gap, (int, float)) or episode_gap <= 0:
+            raise InvalidInputError(f"episode_gap must be a positive number of seconds, got {episode_gap!r}")
+        self.episode_gap = float(episode_gap)
+        self._episodic = EpisodicStore(self._store)
+        # A context variable, so threads and asyncio tasks each have their own episode.
+        self._current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"mnemosyne-episode-{id(self)}", default=None
+        )
+
+    @contextmanager
+    def episode(self, label: str) -> Iterator[str]:
+        """Group everything remembered inside the block into one named episode.
+
+        >>> with mem.episode("deploy v2"):
+        ...     mem.remember("Started the v2 rollout")
+        ...     mem.remember("Rollout finished, error rate flat")
+
+        Yields the episode id. Sleep summarises an episode only after it has ended.
+        """
+        label = check_label(label, "label")
+        episode_id = new_id()
+        self._episodic.start_episode(episode_id, self.session_id, label)
+        token = self._current_episode.set(episode_id)
+        try:
+            yield episode_id
+        finally:
+            self._current_episode.reset(token)
+            self._episodic.end_episode(episode_id)
+
+    def timeline(
+        self,
+        session_id: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        limit: int | None = 100,
+    ) -> list[Memory]:
+        """A session's events (default: this one) in the order they happened.
+
+        Consolidated originals are included: the timeline is the history, not the
+        current view. Another session's events are shown only if global.
+
+        >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
+        """
+        since_ts, until_ts = self._time_range(since, until)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError(f"limit must be an integer >= 1 or None, got {limit!r}")
+        session = self.session_id if session_id is None else check_label(session_id, "session_id")
+        return [m for m, _ in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
+
+    def episodes(
+        self,
+        session_id: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+    ) -> list[Episode]:
+        """A session's episodes, oldest first, with size, bounds and summary if any.
+
+        >>> for ep in mem.episodes():
+        ...     print(ep.label, ep.started_at, ep.size, ep.summary)
+        """
+        since_ts, until_ts = self._time_range(since, until)
+        session = self.session_id if session_id is None else check_label(session_id, "session_id")
+        rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
+        memories = {m.id: m for m, _ in rows}
+        events = [_Event(m.id, m.session_id, m.created_at.timestamp(), ep) for m, ep in rows]
+        explicit = self._episodic.episode_rows(session)
+        summaries = self._episodic.summaries_of(self.session_id, list(memories))
+        result = []
+        for key, members in split_episodes(events, self.episode_gap):
+            label, ended = explicit.get(key, (None, None))
+            end = members[-1].created_at
+            closed = (ended is not None) if key in explicit else end + self.episode_gap <= now()
+            summary = next((summaries[m.id] for m in members if m.id in summaries), None)
+            result.append(Episode(
+                id=key, session_id=session, label=label, started_at=from_timestamp(members[0].created_at),
+                ended_at=from_timestamp(end), size=len(members), closed=closed, summary=summary,
+                event_ids=tuple(m.id for m in members),
+            ))
+        return result
+
+    def _attach_context(self, results: list[Memory], context: int) -> list[Memory]:
+        """Give each hit its neighbouring events; the ranking is left untouched."""
+        return [dataclasses.replace(m, context=self._episodic.neighbours(self.session_id, m, context))
+                for m in results]
+
+    def _episode_for_new_memory(self) -> str | None:
+        return self._current_episode.get()
+
+    @staticmethod
+    def _check_context(context: object) -> int:
+        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
+            raise InvalidInputError(f"context must be an integer from 0 to 50, got {context!r}")
+        return context
+
+    @staticmethod
+    def _time_range(since: TimeLike | None, until: TimeLike | None) -> tuple[float | None, float | None]:
+        since_ts = optional_timestamp(since, "since")
+        until_ts = optional_timestamp(until, "until")
+        if since_ts is not None and until_ts is not None and since_ts > until_ts:
+            raise InvalidInputError("since is after until; swap them")
+        return since_ts, until_ts

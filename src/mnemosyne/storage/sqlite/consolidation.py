@@ -1,0 +1,229 @@
+"""Sleep on SQLite: the lease, the planner's snapshot, and applying or undoing a plan.
+
+Reading the snapshot takes no lock (WAL readers never wait). Applying a plan is one
+``BEGIN IMMEDIATE`` transaction that first checks that nothing the plan touches
+changed since the snapshot, and records everything needed to undo it exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.consolidation import Plan, Record
+from ...errors import InvalidInputError, LeaseHeldError
+from ..base import NewMemory
+from .store import SQLiteStore, audit, dump_json
+
+SLEEP_LEASE = "sleep"
+# Columns sleep may change on an existing memory (and undo restores).
+_MUTABLE = ("status", "scope", "importance", "strength", "occurrences", "last_seen_at", "created_at")
+_RECORD_SQL = (
+    "SELECT id, session_id, scope, kind, status, content, content_hash, importance, created_at, "
+    "valid_until, access_count, last_accessed_at, strength, occurrences, last_seen_at, episode_id, "
+    "updated_at FROM memories WHERE status = 'active' OR id IN "
+    "(SELECT dst_id FROM memory_links WHERE kind = 'summarises')"
+)
+
+
+class ConflictError(Exception):
+    """A memory the plan touches changed after the snapshot; plan again."""
+
+
+@dataclass(slots=True)
+class Snapshot:
+    records: list[Record]
+    updated_at: dict[str, float]
+    summarised: set[str]
+    open_episodes: set[str]
+    labels: dict[str, str]
+
+
+@dataclass(slots=True)
+class Applied:
+    run_id: str
+    changed_rows: int
+    active_before: int
+    active_after: int
+    summary_ids: dict[str, str] = field(default_factory=dict)
+
+
+class SleepStore:
+    """The sleep verbs over one :class:`SQLiteStore`."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+        self._db = store._db
+
+    # -- the lease ------------------------------------------------------------------
+
+    def acquire_lease(self, holder: str, ttl: float, name: str = SLEEP_LEASE) -> None:
+        """Take (or renew) the named lease, or raise :class:`LeaseHeldError`."""
+        now = time.time()
+        with self._db.write("take the sleep lease") as conn:
+            row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (name,)).fetchone()
+            if row is not None and row["holder"] != holder and row["expires_at"] > now:
+                raise LeaseHeldError(
+                    f"another sleeper ({row['holder']}) is consolidating {self._store.path} for up to "
+                    f"{row['expires_at'] - now:.0f} more seconds; try again later"
+                )
+            conn.execute(
+                "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
+                (name, holder, now + ttl),
+            )
+
+    def release_lease(self, holder: str, name: str = SLEEP_LEASE) -> None:
+        with self._db.write("release the sleep lease") as conn:
+            conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    # -- reading --------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Active memories plus summarised sources, read in one read transaction."""
+        with self._db.read() as conn:  # one read transaction: one consistent view
+            rows = conn.execute(_RECORD_SQL).fetchall()
+            summarised = {r[0] for r in conn.execute(
+                "SELECT dst_id FROM memory_links WHERE kind = 'summarises'")}
+            episodes = conn.execute("SELECT id, label, ended_at FROM episodes").fetchall()
+        records = [
+            Record(**{key: row[key] for key in row.keys() if key != "updated_at"}) for row in rows
+        ]
+        return Snapshot(
+            records=records,
+            updated_at={row["id"]: row["updated_at"] for row in rows},
+            summarised=summarised,
+            open_episodes={row["id"] for row in episodes if row["ended_at"] is None},
+            labels={row["id"]: row["label"] for row in episodes},
+        )
+
+    # -- applying -------------------------------------------------------------------
+
+    def apply(
+        self, plan: Plan, snapshot: Snapshot, run_id: str, holder: str, contents: dict[str, str],
+        new_ids: dict[str, str], report: dict[str, Any], started_at: float,
+    ) -> Applied:
+        """Apply ``plan`` in one transaction and record the run; raise ConflictError if stale."""
+        now = time.time()
+        with self._db.write("apply a sleep") as conn:
+            lease = conn.execute("SELECT holder FROM leases WHERE name = ?", (SLEEP_LEASE,)).fetchone()
+            if lease is None or lease["holder"] != holder:
+                raise LeaseHeldError("the sleep lease expired and was taken over; this sleep changed nothing")
+            touched = set(plan.updates) | {s for summary in plan.summaries for s in summary.sources}
+            self._check_unchanged(conn, touched, snapshot.updated_at)
+            active_before = _active(conn)
+            undo: dict[str, Any] = {"updates": {}, "inserted": []}
+            for memory_id, changes in plan.updates.items():
+                columns = [c for c in _MUTABLE if c in changes]
+                old = conn.execute(
+                    f"SELECT {', '.join(columns)}, updated_at FROM memories WHERE id = ?", (memory_id,)
+                ).fetchone()
+                undo["updates"][memory_id] = dict(old)
+                assignments = ", ".join(c + " = ?" for c in columns)
+                conn.execute(
+                    f"UPDATE memories SET {assignments}, updated_at = ? WHERE id = ?",
+                    (*(changes[c] for c in columns), now, memory_id),
+                )
+            for summary in plan.summaries:
+                memory_id = new_ids[summary.key]
+                self._store._insert_one(conn, NewMemory(
+                    id=memory_id, session_id=summary.session_id, scope=summary.scope,
+                    content=contents.get(summary.key, summary.content), content_hash=_hash(contents.get(
+                        summary.key, summary.content)),
+                    source="sleep", importance=summary.importance,
+                    metadata={"episode": summary.episode_id, "label": summary.label,
+                              "sources": len(summary.sources), "sleep_run": run_id},
+                    created_at=summary.created_at, recorded_at=now, kind="summary",
+                ), "sleep")
+                conn.execute(
+                    "UPDATE memories SET strength = ?, last_seen_at = ?, episode_id = ? WHERE id = ?",
+                    (summary.strength, summary.last_seen_at, summary.episode_id, memory_id),
+                )
+                undo["inserted"].append(memory_id)
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_links (src_id, dst_id, kind, run_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(new_ids.get(link.src, link.src), link.dst, link.kind, run_id, now) for link in plan.links],
+            )
+            conn.executemany(
+                "INSERT INTO audit_log (at, op, memory_id, session_id, detail) "
+                "SELECT ?, 'consolidate', id, session_id, ? FROM memories WHERE id = ?",
+                [(now, dump_json({"run": run_id, "fields": sorted(c)}), i) for i, c in plan.updates.items()],
+            )
+            active_after = _active(conn)
+            changed = len(plan.updates) + len(plan.summaries)
+            report = {**report, "active_before": active_before, "active_after": active_after,
+                      "changed_rows": changed}
+            conn.execute(
+                "INSERT INTO sleep_runs (id, started_at, finished_at, status, report, undo) "
+                "VALUES (?, ?, ?, 'applied', ?, ?)",
+                (run_id, started_at, now, dump_json(report), dump_json(undo)),
+            )
+            audit(conn, "sleep", None, None, {"run": run_id, "changed_rows": changed})
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('last_sleep_at', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (repr(now),),
+            )
+        return Applied(run_id, changed, active_before, active_after, dict(new_ids))
+
+    def count_active(self) -> int:
+        with self._db.read() as conn:
+            return _active(conn)
+
+    def _check_unchanged(
+        self, conn: sqlite3.Connection, ids: Iterable[str], expected: dict[str, float]
+    ) -> None:
+        for memory_id in ids:
+            row = conn.execute("SELECT updated_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            if row is None or row[0] != expected.get(memory_id):
+                raise ConflictError(memory_id)
+
+    # -- undoing --------------------------------------------------------------------
+
+    def undo(self, run_id: str) -> dict[str, Any]:
+        """Restore what run ``run_id`` changed; return its report."""
+        with self._db.write("undo a sleep") as conn:
+            row = conn.execute("SELECT * FROM sleep_runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise InvalidInputError(f"no sleep run {run_id!r}; `mnemosyne stats` shows the last sleep")
+            if row["status"] != "applied":
+                raise InvalidInputError(f"sleep run {run_id!r} was already undone")
+            for later_id, later_undo in conn.execute(
+                "SELECT id, undo FROM sleep_runs WHERE status = 'applied' AND (started_at, id) > (?, ?)",
+                (row["started_at"], run_id),
+            ):
+                if _changes_something(json.loads(later_undo)):
+                    raise InvalidInputError(
+                        f"sleep run {later_id!r} ran after {run_id!r} and built on it; undo it first"
+                    )
+            undo = json.loads(row["undo"])
+            for memory_id in undo["inserted"]:
+                conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            conn.execute("DELETE FROM memory_links WHERE run_id = ?", (run_id,))
+            for memory_id, old in undo["updates"].items():
+                conn.execute(
+                    f"UPDATE memories SET {', '.join(c + ' = ?' for c in old)} WHERE id = ?",
+                    (*old.values(), memory_id),
+                )
+            conn.execute("UPDATE sleep_runs SET status = 'undone' WHERE id = ?", (run_id,))
+            audit(conn, "undo_sleep", None, None, {"run": run_id})
+            report: dict[str, Any] = json.loads(row["report"])
+        return report
+
+
+def _changes_something(undo: dict[str, Any]) -> bool:
+    return bool(undo.get("updates") or undo.get("inserted"))
+
+
+def _active(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM memories WHERE status = 'active'").fetchone()[0])
+
+
+def _hash(text: str) -> str:
+    from ...core.fingerprint import content_hash
+
+    return content_hash(text)

@@ -1,0 +1,103 @@
+"""Episodic reads and writes on SQLite: explicit episodes, timelines, neighbours."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ...models import Memory
+from .store import _COLUMNS, SQLiteStore, row_to_memory
+
+_VISIBLE = "(scope = 'global' OR session_id = ?)"
+_EVENT_STATUSES = ("active", "consolidated", "superseded")
+
+
+class EpisodicStore:
+    """Episode rows and time-ordered reads over one :class:`SQLiteStore`."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._db = store._db
+
+    def start_episode(self, episode_id: str, session_id: str, label: str) -> None:
+        with self._db.write("start an episode") as conn:
+            conn.execute(
+                "INSERT INTO episodes (id, session_id, label, started_at) VALUES (?, ?, ?, ?)",
+                (episode_id, session_id, label, time.time()),
+            )
+
+    def end_episode(self, episode_id: str) -> None:
+        with self._db.write("end an episode") as conn:
+            conn.execute("UPDATE episodes SET ended_at = ? WHERE id = ?", (time.time(), episode_id))
+
+    def tag_episode(self, memory_ids: Sequence[str], episode_id: str) -> None:
+        with self._db.write("tag memories with their episode") as conn:
+            conn.executemany(
+                "UPDATE memories SET episode_id = ? WHERE id = ?", [(episode_id, i) for i in memory_ids]
+            )
+
+    def episode_rows(self, session_id: str) -> dict[str, tuple[str, float | None]]:
+        """Explicit episodes of a session: id -> (label, ended_at)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT id, label, ended_at FROM episodes WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        return {row["id"]: (row["label"], row["ended_at"]) for row in rows}
+
+    def events(
+        self, viewer: str, session_id: str, since: float | None, until: float | None,
+        limit: int | None, kinds: Sequence[str] = ("episodic", "fact"),
+    ) -> list[tuple[Memory, str | None]]:
+        """A session's events visible to ``viewer``, oldest first, with their episode id."""
+        clauses = [_VISIBLE, "session_id = ?", _in("kind", kinds), _in("status", _EVENT_STATUSES)]
+        params: list[object] = [viewer, session_id, *kinds, *_EVENT_STATUSES]
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        if until is not None:
+            clauses.append("created_at <= ?")
+            params.append(until)
+        where = " AND ".join(clauses)
+        sql = f"SELECT {_COLUMNS}, episode_id FROM memories WHERE {where} ORDER BY created_at, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._db.read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [(row_to_memory(row), row["episode_id"]) for row in rows]
+
+    def neighbours(self, viewer: str, memory: Memory, n: int) -> tuple[Memory, ...]:
+        """The ``n`` events just before and just after ``memory`` in its session."""
+        at = memory.created_at.timestamp()
+        base = (f"SELECT {_COLUMNS} FROM memories WHERE {_VISIBLE} AND session_id = ? "
+                "AND kind != 'summary' AND id != ?")
+        with self._db.read() as conn:
+            before = conn.execute(
+                f"{base} AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
+                (viewer, memory.session_id, memory.id, at, memory.id, n),
+            ).fetchall()
+            after = conn.execute(
+                f"{base} AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                (viewer, memory.session_id, memory.id, at, memory.id, n),
+            ).fetchall()
+        return tuple(row_to_memory(row) for row in [*reversed(before), *after])
+
+    def summaries_of(self, viewer: str, memory_ids: Sequence[str]) -> dict[str, Memory]:
+        """For each id summarised by a visible summary: that summary."""
+        found: dict[str, Memory] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(memory_ids), 500):
+                chunk = list(memory_ids[start:start + 500])
+                rows = conn.execute(
+                    f"SELECT l.dst_id AS source, {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} "
+                    "FROM memory_links AS l JOIN memories AS m ON m.id = l.src_id "
+                    f"WHERE l.kind = 'summarises' AND (m.scope = 'global' OR m.session_id = ?) "
+                    f"AND l.dst_id IN ({', '.join('?' * len(chunk))})",
+                    (viewer, *chunk),
+                ).fetchall()
+                for row in rows:
+                    found[row["source"]] = row_to_memory(row)
+        return found
+
+
+def _in(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join('?' * len(values))})"

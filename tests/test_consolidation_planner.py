@@ -1,0 +1,245 @@
+"""The sleep planner is pure: properties over generated memories, then each rule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemosyne.core.consolidation import (
+    DAY,
+    Plan,
+    Record,
+    SleepPolicy,
+    plan_consolidation,
+    reachable_from_active,
+)
+from mnemosyne.core.fingerprint import content_hash
+from mnemosyne.testing import HashEmbedder
+
+NOW = 1_800_000_000.0
+WORDS = ["deploy", "database", "friday", "palette", "invoice", "budget", "server", "review", "font", "3", "7"]
+
+
+def record(i: int, content: str, at: float, session: str = "s1", **kw) -> Record:
+    fields = dict(
+        id=f"m{i:04d}", session_id=session, scope="session", kind="episodic", status="active",
+        content=content, content_hash=content_hash(content), importance=0.5, created_at=at,
+    )
+    fields.update(kw)
+    return Record(**fields)
+
+
+def apply(records: list[Record], plan: Plan) -> tuple[list[Record], list[tuple[str, str]]]:
+    """Apply a plan in memory, as the store does, with summary ids = their keys."""
+    out = [dataclasses.replace(r, **plan.updates.get(r.id, {})) for r in records]
+    for s in plan.summaries:
+        out.append(Record(
+            id=s.key, session_id=s.session_id, scope=s.scope, kind="summary", status="active",
+            content=s.content, content_hash=content_hash(s.content), importance=s.importance,
+            created_at=s.created_at, strength=s.strength, last_seen_at=s.last_seen_at,
+            episode_id=s.episode_id,
+        ))
+    return out, [(link.src, link.dst) for link in plan.links]
+
+
+def summarised_ids(links: list[tuple[str, str]], records: list[Record]) -> set[str]:
+    summaries = {r.id for r in records if r.kind == "summary"}
+    return {dst for src, dst in links if src in summaries}
+
+
+memory_lists = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=7),
+        st.integers(0, 40 * 24),  # hours before NOW
+        st.sampled_from(["s1", "s2"]),
+        st.sampled_from(["session", "session", "global"]),
+        st.sampled_from([0.1, 0.5, 0.85, 0.95]),
+        st.booleans(),  # expires
+    ),
+    max_size=40,
+)
+
+
+def build(spec) -> list[Record]:
+    return [
+        record(i, " ".join(words), NOW - hours * 3600, session, scope=scope, importance=importance,
+               valid_until=NOW - 1 if expires and i % 3 == 0 else None)
+        for i, (words, hours, session, scope, importance, expires) in enumerate(spec)
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(memory_lists)
+def test_no_memory_is_ever_lost_and_a_second_plan_is_empty(spec):
+    records = build(spec)
+    plan = plan_consolidation(records, NOW)
+    after, links = apply(records, plan)
+    assert {r.id for r in records} <= {r.id for r in after}  # nothing deleted
+    reachable = reachable_from_active(after, links)
+    for r in after:
+        assert r.status == "expired" or r.id in reachable, r
+    # Every consolidated original is one hop from the memory that stands for it.
+    targets = {dst for _, dst in links}
+    assert all(r.id in targets for r in after if r.status in ("consolidated", "superseded"))
+
+    again = plan_consolidation(after, NOW + 60, summarised=summarised_ids(links, after))
+    assert again.empty, again
+
+
+@settings(max_examples=60, deadline=None)
+@given(memory_lists)
+def test_no_session_loses_sight_of_anything(spec):
+    """What a session could see before is still visible to it, directly or through a link."""
+    records = build(spec)
+    after, links = apply(records, plan_consolidation(records, NOW))
+    by_id = {r.id: r for r in after}
+    parents: dict[str, list[str]] = {}
+    for src, dst in links:
+        parents.setdefault(dst, []).append(src)
+
+    def visible(r: Record, session: str) -> bool:
+        return r.scope == "global" or r.session_id == session
+
+    for before in records:
+        for session in ("s1", "s2"):
+            if not visible(before, session) or by_id[before.id].status != "consolidated":
+                continue
+            assert any(visible(by_id[p], session) for p in parents[before.id])
+
+
+def test_merge_keeps_earliest_time_latest_sighting_count_and_highest_importance():
+    text = "Caroline said the charity race raised money for mental health"
+    records = [
+        record(1, text, NOW - 9 * DAY, importance=0.3),
+        record(2, "caroline said the charity race raised money for mental health!", NOW - 5 * DAY,
+               importance=0.7),
+        record(3, "Caroline said that the charity race raised money for mental health", NOW - 2 * DAY,
+               importance=0.4),
+        record(4, "The charity race is on Sunday", NOW - 2 * DAY),
+    ]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    canonical = plan.updates["m0001"]
+    assert canonical["occurrences"] == 3
+    assert canonical["last_seen_at"] == NOW - 2 * DAY
+    assert canonical["importance"] == 0.7
+    assert "created_at" not in canonical  # already the earliest
+    assert plan.updates["m0002"]["status"] == plan.updates["m0003"]["status"] == "consolidated"
+    assert "m0004" not in plan.updates or "status" not in plan.updates["m0004"]
+    assert plan.counts["merged"] == 2
+
+
+def test_numbers_keep_near_identical_texts_apart():
+    records = [record(i, f"Finished step {i} of the database migration today", NOW - DAY * 3 + i)
+               for i in range(3)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.counts["merged"] == 0
+
+
+def test_vectors_merge_paraphrases_that_words_alone_would_not():
+    texts = ["deploy friday evening server", "server deploy evening friday window slot",
+             "budget review invoice"]
+    records = [record(i, t, NOW - 3 * DAY + i * 7200) for i, t in enumerate(texts)]
+    policy = SleepPolicy(min_episode_size=10)
+    assert plan_consolidation(records, NOW, policy).counts["merged"] == 0
+    vectors = dict(zip([r.id for r in records], HashEmbedder(64).embed(texts), strict=True))
+    merged = plan_consolidation(records, NOW, dataclasses.replace(
+        policy, duplicates=dataclasses.replace(policy.duplicates, cosine=0.75)), vectors=vectors)
+    assert merged.counts["merged"] == 1 and merged.updates["m0001"]["status"] == "consolidated"
+
+
+def test_closed_episode_gets_a_bounded_extractive_summary_linked_to_every_source():
+    texts = [f"Turn {i}: the redesign of the checkout page needs a new palette and font choice number {i}. "
+             "We also talked about lunch." for i in range(30)]
+    records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
+    records.append(record(99, "Remember the client deadline is the 14th", NOW - 3 * DAY + 31 * 60,
+                          importance=0.9, scope="global"))
+    plan = plan_consolidation(records, NOW, SleepPolicy(summary_max_chars=400))
+    (summary,) = plan.summaries
+    assert len(summary.content) <= 400
+    assert summary.content.startswith("Summary of episode (30 events")
+    assert set(summary.sources) == {r.id for r in records[:30]}
+    assert {(link.src, link.dst) for link in plan.links if link.kind == "summarises"} == {
+        (summary.key, r.id) for r in records[:30]}
+    assert all(plan.updates[r.id]["status"] == "consolidated" for r in records[:30])
+    assert "m0099" not in plan.updates or "status" not in plan.updates["m0099"]  # global stays in view
+
+
+def test_open_and_recent_episodes_are_not_summarised():
+    old = [record(i, f"old event number {i} about invoices", NOW - 3 * DAY + i) for i in range(4)]
+    recent = [record(10 + i, f"recent event number {i} about invoices", NOW - 600 + i) for i in range(4)]
+    explicit = [record(20 + i, f"explicit event {i} of the deploy", NOW - 3 * DAY + 5000 + i,
+                       episode_id="ep-open") for i in range(4)]
+    plan = plan_consolidation(old + recent + explicit, NOW, open_episodes={"ep-open"})
+    assert [s.sources for s in plan.summaries] == [tuple(r.id for r in old)]
+
+
+def test_important_sources_stay_active_beside_their_summary():
+    records = [record(i, f"event {i} of the quarterly budget review", NOW - 3 * DAY + i,
+                      importance=0.85 if i == 2 else 0.5) for i in range(5)]
+    plan = plan_consolidation(records, NOW)
+    assert len(plan.summaries) == 1
+    assert "status" not in plan.updates.get("m0002", {})
+    assert plan.counts["summarised"] == 4
+
+
+def test_newer_fact_supersedes_older_one_and_both_are_kept():
+    records = [
+        record(1, "The deploy window is Friday evening.", NOW - 9 * DAY),
+        record(2, "The deploy window is now Monday morning", NOW - 8 * DAY),
+        record(3, "The deploy window is Monday morning.", NOW - 7 * DAY),  # same value: a duplicate
+        record(4, "That is Monday morning", NOW - 6 * DAY),  # vague subject: not a fact
+    ]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "superseded"
+    assert [(link.src, link.dst, link.kind) for link in plan.links if link.kind == "supersedes"] == [
+        ("m0002", "m0001", "supersedes")]
+    assert plan.counts["superseded"] == 1
+
+
+def test_expiry_hides_and_decay_never_deletes():
+    records = [
+        record(1, "temporary door code 4411", NOW - 5 * DAY, valid_until=NOW - DAY),
+        record(2, "an old unimportant remark", NOW - 300 * DAY, importance=0.1),
+        record(3, "an old important rule", NOW - 300 * DAY, importance=0.6),
+        record(4, "an old remark that keeps being recalled", NOW - 300 * DAY, importance=0.1,
+               access_count=9, last_accessed_at=NOW - DAY, strength=0.2),
+    ]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"] == {"status": "expired"}
+    assert plan.updates["m0002"]["strength"] < 0.01 + 0.1 and "status" not in plan.updates["m0002"]
+    assert plan.updates["m0003"]["strength"] == 0.6  # importance is a floor
+    assert plan.updates["m0004"]["strength"] > 0.9  # reinforced by recall
+    assert plan.counts["reinforced"] == 1
+
+
+def test_recurring_knowledge_is_promoted_to_global():
+    records = [
+        record(1, "The staging database lives on db-stage-2 in eu-west", NOW - 5 * DAY, session="a"),
+        record(2, "the staging database lives on db-stage-2 in eu-west.", NOW - 4 * DAY, session="b"),
+        record(3, "Customer prefers invoices by email", NOW - 4 * DAY, session="a", importance=0.95),
+    ]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["scope"] == "global"
+    assert plan.updates["m0002"]["status"] == "consolidated"
+    assert plan.updates["m0003"]["scope"] == "global"
+    no_promotion = SleepPolicy(min_episode_size=10, promote_recurring=False, promote_importance=None)
+    plan = plan_consolidation(records, NOW, no_promotion)
+    assert plan.counts["promoted"] == 0 and plan.counts["merged"] == 0
+
+
+def test_only_represented_sources_leave_default_recall_unless_told_all():
+    texts = ["Deploy of the billing service started at noon.", "Deploy of the billing service went fine.",
+             "Thanks!", "Billing service deploy finished, dashboards green.",
+             "Separately, Priya's passport renewal appointment is at the consulate on Tuesday."]
+    records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
+    policy = SleepPolicy(summary_max_sentences=1, summary_max_chars=200)
+    plan = plan_consolidation(records, NOW, policy)
+    (summary,) = plan.summaries
+    assert "passport" not in summary.content
+    assert "status" not in plan.updates.get("m0004", {})  # its facts are not in the summary
+    assert plan.updates["m0002"]["status"] == "consolidated"  # says almost nothing
+    assert ("m0004" in {link.dst for link in plan.links if link.src == summary.key})  # still linked
+    everything = plan_consolidation(records, NOW, dataclasses.replace(policy, consolidate="all"))
+    assert all(everything.updates[r.id]["status"] == "consolidated" for r in records)

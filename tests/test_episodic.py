@@ -1,0 +1,110 @@
+"""Episodes, timelines and recall context on a real database."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import InvalidInputError, Mnemosyne
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", episode_gap=600) as instance:
+        yield instance
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def test_timeline_is_in_event_order_and_filtered(mem: Mnemosyne, tmp_path: Path):
+    mem.remember("third", created_at=at(30))
+    mem.remember("first", created_at=at(0))
+    mem.remember("second", created_at=at(10))
+    mem.remember("shared later", created_at=at(40), scope="global")
+    with Mnemosyne(session_id="other", db_path=tmp_path / "m.db") as other:
+        other.remember("other's private note", created_at=at(5))
+        assert [m.content for m in other.timeline(session_id="ops")] == ["shared later"]
+    assert [m.content for m in mem.timeline()] == ["first", "second", "third", "shared later"]
+    assert [m.content for m in mem.timeline(since=at(5), until=at(30))] == ["second", "third"]
+    assert [m.content for m in mem.timeline(limit=2)] == ["first", "second"]
+    with pytest.raises(InvalidInputError, match="swap"):
+        mem.timeline(since=at(9), until=at(1))
+    with pytest.raises(InvalidInputError):
+        mem.timeline(limit=0)
+
+
+def test_episodes_split_at_gaps_and_by_explicit_blocks(mem: Mnemosyne):
+    for minute in (0, 5, 9):
+        mem.remember(f"morning standup item at {minute}", created_at=at(minute))
+    for minute in (60, 62):
+        mem.remember(f"incident triage at {minute}", created_at=at(minute))
+    with mem.episode("deploy v2") as episode_id:
+        inside = [mem.remember("rollout started"), mem.remember("rollout finished")]
+    mem.remember("after the deploy")
+    found = mem.episodes()
+    assert [(e.label, e.size) for e in found[:2]] == [(None, 3), (None, 2)]
+    assert found[0].started_at == at(0) and found[0].ended_at == at(9) and found[0].closed
+    deploy = next(e for e in found if e.label == "deploy v2")
+    assert deploy.id == episode_id and deploy.closed and list(deploy.event_ids) == inside
+    assert deploy.summary is None
+    # The event remembered after the block is its own (still open) time-gap episode.
+    assert found[-1].size == 1 and not found[-1].closed
+
+
+def test_explicit_episode_stays_open_until_the_block_ends(mem: Mnemosyne):
+    with mem.episode("long job"):
+        for i in range(4):
+            mem.remember(f"long job step {i} done", created_at=time.time() - 10 * 86_400 + i)
+        assert mem.sleep().summaries == 0  # open: never summarised mid-block
+        assert not next(e for e in mem.episodes() if e.label == "long job").closed
+    report = mem.sleep()
+    assert report.summaries == 1
+    episode = next(e for e in mem.episodes() if e.label == "long job")
+    assert episode.closed and episode.summary is not None
+    assert episode.summary.content.startswith("Summary of 'long job' (4 events")
+
+
+def test_episodes_are_per_thread(mem: Mnemosyne):
+    import threading
+
+    seen = {}
+
+    def worker():
+        seen["id"] = mem.remember("from another thread")
+
+    with mem.episode("main thread only") as episode_id:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        mine = mem.remember("from the main thread")
+    episode = next(e for e in mem.episodes() if e.id == episode_id)
+    assert episode.event_ids == (mine,)
+
+
+def test_recall_context_attaches_neighbours_without_changing_ranking(mem: Mnemosyne):
+    texts = ["we opened the incident", "the database failover started", "failover finished cleanly",
+             "we wrote the postmortem", "lunch"]
+    for i, text in enumerate(texts):
+        mem.remember(text, created_at=at(i))
+    plain = mem.recall("failover", top_k=5, now=at(10))
+    with_context = mem.recall("failover", top_k=5, now=at(10), context=1)
+    assert [m.id for m in plain] == [m.id for m in with_context]
+    by_content = {m.content: [c.content for c in m.context] for m in with_context}
+    assert by_content["the database failover started"] == [
+        "we opened the incident", "failover finished cleanly"]
+    assert by_content["failover finished cleanly"] == [
+        "the database failover started", "we wrote the postmortem"]
+    assert all(m.context == () for m in plain)
+    wide = mem.recall("postmortem", context=2)[0]
+    assert [c.content for c in wide.context] == [
+        "the database failover started", "failover finished cleanly", "lunch"]
+    assert wide.to_dict()["context"][0]["content"] == "the database failover started"
+    with pytest.raises(InvalidInputError):
+        mem.recall("failover", context=-1)

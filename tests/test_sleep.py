@@ -1,0 +1,251 @@
+"""sleep() on real databases: effect, idempotency, undo, lease, auto-sleep, CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mnemosyne import InvalidInputError, LeaseHeldError, Mnemosyne
+from mnemosyne.storage.sqlite.consolidation import SleepStore
+
+DAY = 86_400.0
+OLD = time.time() - 30 * DAY
+
+
+def fill(mem: Mnemosyne, episodes: int = 3, per: int = 6) -> list[str]:
+    ids = []
+    for e in range(episodes):
+        for i in range(per):
+            ids.append(mem.remember(
+                f"Note {e * 10 + i}: reviewed the checkout redesign, palette option {i}.",
+                created_at=OLD + e * DAY + i * 60,
+            ))
+    return ids
+
+
+def rows(db: Path) -> dict[str, tuple]:
+    with sqlite3.connect(db) as conn:
+        memories = {r[0]: r for r in conn.execute("SELECT id, * FROM memories ORDER BY id")}
+        links = sorted(conn.execute("SELECT src_id, dst_id, kind FROM memory_links"))
+    return {"memories": memories, "links": links}
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    # Sleep merges duplicates itself: store every repeat, as an agent without retries would.
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", dedupe_window=0) as instance:
+        yield instance
+
+
+def test_sleep_condenses_and_stats_show_it(mem: Mnemosyne):
+    ids = fill(mem)
+    mem.remember("note 3: Reviewed the checkout redesign, palette option 3!",
+                 created_at=OLD + 2.5 * DAY)  # a restatement, days later
+    assert mem.get_stats().last_sleep_at is None
+    report = mem.sleep()
+    assert (report.active_before, report.merged, report.summaries, report.summarised) == (19, 1, 3, 18)
+    assert report.active_after == 3 and report.changed_rows == 22
+    stats = mem.get_stats()
+    assert stats.by_status == {"active": 3, "consolidated": 19}
+    assert stats.by_kind == {"episodic": 19, "summary": 3}
+    assert stats.last_sleep_at is not None and stats.total == 22
+    # Originals are hidden from default recall but found on request, unchanged.
+    assert {m.kind for m in mem.recall("checkout redesign palette", top_k=50)} == {"summary"}
+    found = {m.id for m in mem.recall("checkout redesign palette", top_k=50, include_consolidated=True)}
+    assert set(ids) <= found
+    assert mem.get(ids[0]).status == "consolidated"
+
+
+def test_second_sleep_changes_nothing(mem: Mnemosyne, tmp_path: Path):
+    fill(mem)
+    mem.sleep()
+    before = rows(tmp_path / "m.db")
+    report = mem.sleep()
+    assert report.changed_rows == 0 and report.active_before == report.active_after
+    assert rows(tmp_path / "m.db") == before
+
+
+def test_undo_restores_exactly_and_refuses_out_of_order(mem: Mnemosyne, tmp_path: Path):
+    fill(mem)
+    before = rows(tmp_path / "m.db")
+    first = mem.sleep()
+    mem.remember("Brand new topic: the warehouse move", created_at=OLD + 10 * DAY)
+    for i in range(3):
+        mem.remember(f"warehouse move step {i} planned with the movers", created_at=OLD + 10 * DAY + i)
+    second = mem.sleep()
+    assert second.summaries == 1
+    with pytest.raises(InvalidInputError, match="undo it first"):
+        mem.undo_sleep(first.id)
+    mem.undo_sleep(second.id)
+    mem.undo_sleep(first.id)
+    after = rows(tmp_path / "m.db")
+    assert after["links"] == before["links"] == []
+    assert {k: v for k, v in after["memories"].items() if k in before["memories"]} == before["memories"]
+    with pytest.raises(InvalidInputError, match="already undone"):
+        mem.undo_sleep(first.id)
+    with pytest.raises(InvalidInputError, match="no sleep run"):
+        mem.undo_sleep("nope")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["alpha plan", "beta budget", "gamma", "alpha plan again"]),
+                          st.integers(0, 20 * 24), st.sampled_from([0.2, 0.9]), st.sampled_from(["a", "b"])),
+                min_size=1, max_size=25))
+def test_sleep_then_undo_round_trips_any_database(tmp_path_factory, items):
+    db = tmp_path_factory.mktemp("p") / "m.db"
+    sessions = {s: Mnemosyne(session_id=s, db_path=db) for s in ("a", "b")}
+    try:
+        for n, (text, hours, importance, session) in enumerate(items):
+            sessions[session].remember(f"{text} {n % 4}", importance=importance,
+                                       created_at=time.time() - hours * 3600)
+        before = rows(db)
+        report = sessions["a"].sleep()
+        with sqlite3.connect(db) as conn:
+            statuses = dict(conn.execute("SELECT id, status FROM memories"))
+            links = conn.execute("SELECT src_id, dst_id FROM memory_links").fetchall()
+        children: dict[str, list[str]] = {}
+        for src, dst in links:
+            children.setdefault(src, []).append(dst)
+        seen, stack = set(), [i for i, s in statuses.items() if s == "active"]
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(children.get(node, ()))
+        assert set(before["memories"]) <= seen | {i for i, s in statuses.items() if s == "expired"}
+        assert sessions["b"].sleep().changed_rows == 0
+        sessions["a"].undo_sleep(report.id)
+        assert rows(db) == before
+    finally:
+        for m in sessions.values():
+            m.close()
+
+
+def test_custom_summariser_is_used_and_a_slow_one_falls_back(mem: Mnemosyne):
+    fill(mem, episodes=2)
+    calls: list[bool] = []
+
+    def summariser(texts):
+        # The write lock is free while we run: another writer can get in.
+        calls.append(True)
+        with Mnemosyne(session_id="other", db_path=mem.db_path) as other:
+            other.remember("written while the summariser runs")
+        return f"{len(texts)} notes about the checkout redesign."
+
+    report = mem.sleep(summariser=summariser)
+    assert report.summaries == 2 and report.summariser_fallbacks == 0 and len(calls) == 2
+    summaries = [m for m in mem.recall("checkout redesign notes", top_k=10) if m.kind == "summary"]
+    assert all(m.content.endswith("6 notes about the checkout redesign.") for m in summaries)
+
+    fill(mem, episodes=1)  # re-adds day-0 notes: duplicates of consolidated ones, new episode
+    report = mem.sleep(summariser=lambda texts: time.sleep(5) or "too late", summariser_timeout=0.2)
+    assert report.summariser_fallbacks == report.summaries == 1
+
+
+def test_bad_arguments_change_nothing(mem: Mnemosyne):
+    with pytest.raises(InvalidInputError):
+        mem.sleep(summariser="not callable")
+    with pytest.raises(InvalidInputError):
+        mem.sleep(summariser_timeout=0)
+    with pytest.raises(ValueError):
+        Mnemosyne(db_path=mem.db_path, auto_sleep=-1)
+    assert mem.get_stats().last_sleep_at is None
+
+
+def test_a_held_lease_refuses_a_second_sleeper_and_an_expired_one_is_taken_over(mem: Mnemosyne):
+    fill(mem)
+    other = SleepStore(mem._store)
+    other.acquire_lease("someone-else", ttl=60)
+    with pytest.raises(LeaseHeldError, match="another sleeper"):
+        mem.sleep()
+    other.acquire_lease("someone-else", ttl=-1)  # as if it crashed long ago
+    assert mem.sleep().summaries == 3
+
+
+_SLEEPER = """
+import json, sys, time
+from mnemosyne import LeaseHeldError, Mnemosyne
+mem = Mnemosyne(db_path=sys.argv[1])
+sleeper = mem._sleeper
+original = sleeper.snapshot
+def slow_snapshot():
+    time.sleep(1.5)  # hold the lease long enough for the other process to collide
+    return original()
+sleeper.snapshot = slow_snapshot
+open(sys.argv[2], "w").close()
+while not all(__import__("os").path.exists(p) for p in sys.argv[3:]):
+    time.sleep(0.01)
+try:
+    print(json.dumps({"ran": mem.sleep().changed_rows}))
+except LeaseHeldError as exc:
+    print(json.dumps({"lease": str(exc)}))
+"""
+
+
+def test_two_processes_sleeping_at_once_one_runs_one_reports_the_lease(mem: Mnemosyne, tmp_path: Path):
+    fill(mem)
+    ready = [tmp_path / "ready-1", tmp_path / "ready-2"]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _SLEEPER, str(mem.db_path), str(mine), *map(str, ready)],
+                         stdout=subprocess.PIPE, text=True)
+        for mine in ready
+    ]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sorted(results, key=lambda r: "lease" in r)[0] == {"ran": 21}
+    assert sum("lease" in r and "another sleeper" in r["lease"] for r in results) == 1
+    assert mem.get_stats().by_kind["summary"] == 3
+
+
+def test_auto_sleep_runs_in_the_background_after_an_idle_period(tmp_path: Path):
+    with Mnemosyne(session_id="bg", db_path=tmp_path / "m.db", auto_sleep=0.4) as mem:
+        started = time.monotonic()
+        fill(mem)
+        assert time.monotonic() - started < 5  # remember never waited for a sleep
+        deadline = time.monotonic() + 20
+        while mem._auto_sleeper.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mem._auto_sleeper.runs == 1 and mem._auto_sleeper.last_error is None
+        assert mem.get_stats().last_sleep_at is not None
+        assert mem._auto_sleeper._thread is not threading.current_thread()
+        assert mem.get_stats().by_kind.get("summary") == 3
+        time.sleep(1.0)
+        assert mem._auto_sleeper.runs == 1  # no new writes: no new sleep
+        mem.remember("one more thing", created_at=OLD)
+        deadline = time.monotonic() + 20
+        while mem._auto_sleeper.runs < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mem._auto_sleeper.runs == 2
+    assert not mem._auto_sleeper._thread.is_alive()
+
+
+def test_cli_sleep_undo_and_stats(tmp_path: Path):
+    db = tmp_path / "cli.db"
+    with Mnemosyne(session_id="default", db_path=db) as mem:
+        fill(mem)
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mnemosyne", *args, "--db", str(db)],
+                              capture_output=True, text=True, timeout=60)
+
+    dry = json.loads(cli("sleep", "--dry-run", "--json").stdout)
+    assert dry["dry_run"] and dry["summaries"] == 3 and dry["active_after"] == 18
+    report = json.loads(cli("sleep", "--json").stdout)
+    assert report["active_before"] == 18 and report["active_after"] == 3 and report["summaries"] == 3
+    human = cli("stats")
+    assert "last_sleep_at" in human.stdout and "consolidated" in human.stdout
+    assert "'summary': 3" in human.stdout or '"summary": 3' in human.stdout
+    episodes = cli("episodes")
+    assert episodes.returncode == 0 and "Summary of episode (6 events" in episodes.stdout
+    assert cli("undo-sleep", report["id"]).returncode == 0
+    assert json.loads(cli("stats", "--json").stdout)["by_status"] == {"active": 18}
+    failed = cli("undo-sleep", "missing")
+    assert failed.returncode == 2 and "no sleep run" in failed.stderr
