@@ -43,7 +43,7 @@ def main() -> None:
     rng = random.Random(7)
 
     with tempfile.TemporaryDirectory() as tmp:
-        mem = Mnemosyne(session_id="bench", db_path=Path(tmp) / "bench.db")
+        mem = Mnemosyne(session_id="bench", db_path=Path(tmp) / "bench.db", embedder="none")
         start = time.perf_counter()
         for _ in range(args.single):
             mem.remember(sentence(rng))

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-TOOL_NAMES = {"remember", "recall", "get", "update", "forget", "stats", "backup"}
+TOOL_NAMES = {"remember", "recall", "get", "update", "forget", "timeline", "sleep", "stats", "backup"}
 
 
 def server_command(db: Path, *extra: str) -> list[str]:

@@ -94,3 +94,20 @@ def test_backup_dir_can_be_chosen(tmp_path: Path):
     finally:
         sessions.close()
     assert Path(result["backup_path"]) == (tmp_path / "elsewhere" / "b1.bak").resolve()
+
+
+def test_timeline_and_sleep_through_the_table(sessions: Sessions):
+    for minute, text in enumerate(["opened the incident", "failover started", "failover finished"]):
+        call_tool(sessions, "remember", {"content": text, "created_at": f"2026-01-05T09:0{minute}:00Z"})
+    call_tool(sessions, "remember", {"content": "coder's private note", "session_id": "coder"})
+    events = call_tool(sessions, "timeline", {"since": "2026-01-05", "until": "2026-01-06"})
+    assert [m["content"] for m in events["memories"]] == [
+        "opened the incident", "failover started", "failover finished"]
+    assert call_tool(sessions, "timeline", {"limit": 1})["count"] == 1
+
+    planned = call_tool(sessions, "sleep", {"dry_run": True})
+    assert planned["dry_run"] is True and planned["summaries"] == 1
+    report = call_tool(sessions, "sleep", {})
+    assert report["summaries"] == 1 and report["active_after"] < report["active_before"]
+    assert call_tool(sessions, "sleep", {})["changed_rows"] == 0
+    assert call_tool(sessions, "stats", {})["last_sleep_at"] is not None

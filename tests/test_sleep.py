@@ -249,3 +249,17 @@ def test_cli_sleep_undo_and_stats(tmp_path: Path):
     assert json.loads(cli("stats", "--json").stdout)["by_status"] == {"active": 18}
     failed = cli("undo-sleep", "missing")
     assert failed.returncode == 2 and "no sleep run" in failed.stderr
+
+
+def test_forgetting_a_source_removes_its_text_from_summaries(mem: Mnemosyne):
+    texts = ["Rollout of v2 started on the west cluster.", "The admin password is hunter2-kestrel.",
+             "Rollout of v2 finished without errors."]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]
+    assert mem.sleep().summaries == 1
+    summary = next(m for m in mem.recall("rollout password", top_k=10) if m.kind == "summary")
+    assert "hunter2-kestrel" in summary.content
+    mem.forget(ids[1])
+    assert "hunter2-kestrel" not in mem.get(summary.id).content
+    assert "Rollout of v2" in mem.get(summary.id).content
+    everywhere = mem.recall("hunter2 kestrel", top_k=10, include_consolidated=True)
+    assert all("hunter2" not in m.content for m in everywhere)

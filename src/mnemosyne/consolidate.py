@@ -232,10 +232,12 @@ class SleepMixin:
         if isinstance(summariser_timeout, bool) or not isinstance(summariser_timeout, (int, float)) \
                 or summariser_timeout <= 0:
             raise InvalidInputError(f"summariser_timeout must be > 0 seconds, got {summariser_timeout!r}")
-        return run_sleep(
+        report = run_sleep(
             self._sleeper, policy or self.sleep_policy, summariser=summariser,
             summariser_timeout=float(summariser_timeout), vectors=self._sleep_vectors, dry_run=dry_run,
         )
+        self._after_sleep(report)
+        return report
 
     def undo_sleep(self, report_id: str) -> dict[str, Any]:
         """Put back every memory as it was before sleep run ``report_id``; return its report.
@@ -252,6 +254,9 @@ class SleepMixin:
     def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
         """Embedding per memory id for the near-duplicate rule; none without an embedder."""
         return None
+
+    def _after_sleep(self, report: SleepReport) -> None:
+        """Called after each sleep run (the facade embeds new summaries here)."""
 
     def _touch_auto_sleep(self) -> None:
         if self._auto_sleeper is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from .core.signature import same_embedder
 from .embedders import registry
 from .embedders.base import Embedder
-from .errors import EmbedderError, EmbedderMismatchError, MissingDependencyError
+from .errors import EmbedderError, EmbedderMismatchError, InvalidInputError, MissingDependencyError
 
 log = logging.getLogger("mnemosyne")
 RETRY_AFTER_S = 300.0
@@ -94,6 +94,8 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
     spec = registry.spec_of(recorded) if recorded is not None else registry.best_installed_spec()
     try:
         return EmbedderSlot(registry.from_spec(spec), recorded)
-    except (MissingDependencyError, EmbedderError) as exc:
-        log.warning("embedder %s is unavailable (%s); recall is lexical only", spec, exc)
+    except (MissingDependencyError, EmbedderError, InvalidInputError) as exc:
+        # e.g. a custom embedder object recorded by another program: pass it as
+        # embedder= to use it here. Until then, nothing is mixed, nothing is lost.
+        log.warning("embedder %s is unavailable here (%s); recall is lexical only", spec, exc)
         return EmbedderSlot(None, recorded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -242,10 +243,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
         now_ts = optional_timestamp(now, "now")
-        results = retrieval.search(
-            self._store, self._embedder, query, filters, top_k,
-            now=time.time() if now_ts is None else now_ts, explain=explain,
-        )
+        now_ts = time.time() if now_ts is None else now_ts
+        if not include_consolidated:  # past valid_until is hidden even before sleep marks it
+            filters = dataclasses.replace(filters, valid_at=now_ts)
+        results = retrieval.search(self._store, self._embedder, query, filters, top_k, now=now_ts, explain=explain)
         self._store.access.record(memory.id for memory in results)  # batched; never fails recall
         # context=N attaches each hit's neighbouring events; ranking is unchanged.
         return self._attach_context(results, context) if context else results
@@ -340,13 +341,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     # -- sleep ------------------------------------------------------------------------
 
-    def sleep(self, **options: Any) -> SleepReport:
-        """Consolidate now (see :meth:`SleepMixin.sleep` for the options); new summaries
-        get their vectors before this returns."""
-        report = super().sleep(**options)
+    def _after_sleep(self, report: SleepReport) -> None:
+        # New summaries get their vectors before sleep() returns.
         if report.summaries and not report.dry_run:
             self.backfill_vectors()
-        return report
 
     def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
         """The stored vectors of these memories, for the near-duplicate rule."""

@@ -35,7 +35,9 @@ def search(
     expression = lexical.fts_expression(lexical.discriminating_terms(terms, frequencies, total))
     lexical_hits = store.search_text(expression, filters, depth) if expression else {}
     query_vector = slot.embed([query])
-    dense_hits = store.search_vectors(query_vector[0], filters, depth) if query_vector is not None else []
+    dense_hits = []
+    if query_vector is not None and slot.signature is not None:
+        dense_hits = store.search_vectors(query_vector[0], filters, depth, slot.signature)
 
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
     memories = store.memories_by_seq(keys)

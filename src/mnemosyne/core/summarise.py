@@ -77,6 +77,23 @@ def extractive_summary(
     return Extract(text=(header + body)[:max_chars], quoted=tuple(sorted({s for s, _, _ in chosen})))
 
 
+def without_quotes_of(summary: str, forgotten: str) -> str:
+    """``summary`` with every sentence quoted from ``forgotten`` taken out.
+
+    >>> without_quotes_of("ops: Deploy started. Password is hunter2. Deploy done.", "Password is hunter2.")
+    'ops: Deploy started. Deploy done.'
+    """
+    cleaned = summary
+    for sentence in split_sentences(forgotten):
+        cleaned = cleaned.replace(sentence, "")
+    cleaned = " ".join(cleaned.split())
+    if cleaned == " ".join(summary.split()):
+        return summary
+    return cleaned if any(ch.isalnum() for ch in cleaned.rsplit(":", 1)[-1]) else (
+        "(the events this summary quoted were forgotten)"
+    )
+
+
 def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

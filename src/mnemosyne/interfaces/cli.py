@@ -156,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--limit", type=int, default=100, help="at most this many events (default: %(default)s)")
 
     command("episodes", _episodes, "list a session's episodes with their size and summary")
+
+    sub = command("reembed", _reembed, "switch to another embedding model, or fill in missing vectors")
+    sub.add_argument(
+        "--embedder",
+        help="the new model: local, sentence-transformers:<model>, openai:<model> (see README)",
+    )
+    sub.add_argument("--missing", action="store_true", help="only embed memories that have no vector yet")
     return parser
 
 
@@ -266,6 +273,21 @@ def _undo_sleep(args: argparse.Namespace) -> None:
     _emit(args, {"undone": args.report_id}, lambda: print(f"undid sleep {args.report_id}"))
 
 
+def _reembed(args: argparse.Namespace) -> None:
+    from .. import InvalidInputError
+    from .progress import ProgressBar
+
+    if args.missing == bool(args.embedder):
+        raise InvalidInputError("give either --embedder SPEC (switch models) or --missing (fill gaps)")
+    # Switching opens without embedding anything ("none" fits any recorded model), so a
+    # MNEMOSYNE_EMBEDDER that already names the new model cannot block the switch.
+    mem = _open(args) if args.missing else _open(args, embedder="none")
+    with ProgressBar("embedding", quiet=args.quiet) as bar:
+        count = mem.backfill_vectors(progress=bar) if args.missing else mem.reembed(args.embedder, progress=bar)
+    embedder = mem.get_stats().embedder
+    _done(args, {"embedded": count, "embedder": embedder}, f"embedded {count} memories with {embedder}")
+
+
 def _timeline(args: argparse.Namespace) -> None:
     events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events))
@@ -283,10 +305,10 @@ def _episodes(args: argparse.Namespace) -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace) -> Any:
+def _open(args: argparse.Namespace, **options: Any) -> Any:
     from .. import Mnemosyne
 
-    return Mnemosyne(session_id=args.session, db_path=args.db)
+    return Mnemosyne(session_id=args.session, db_path=args.db, **options)
 
 
 def _db_path(args: argparse.Namespace) -> str:

@@ -146,6 +146,15 @@ def _forget(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     return {"forgotten": args["memory_id"]}
 
 
+def _timeline(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    events = mem.timeline(since=args.get("since"), until=args.get("until"), limit=args.get("limit", 100))
+    return {"count": len(events), "memories": [m.to_dict() for m in events]}
+
+
+def _sleep(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
+    return mem.sleep(dry_run=args.get("dry_run", False)).to_dict()
+
+
 def _stats(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     return mem.get_stats().to_dict()
 
@@ -279,6 +288,36 @@ TOOLS: tuple[ToolSpec, ...] = (
         {"memory_id": MEMORY_ID},
         required=("memory_id",),
         destructive=True,
+    ),
+    ToolSpec(
+        "timeline",
+        "What happened, in order: this session's events (and global ones) between two "
+        "times, oldest first, including originals that sleep consolidated. Use it to "
+        "replay the steps of a task, e.g. everything since yesterday's deploy.",
+        _timeline,
+        {
+            "since": {"type": "string", "description": f"Only events at or after it. {TIME}"},
+            "until": {"type": "string", "description": f"Only events at or before it. {TIME}"},
+            "limit": {
+                "type": "integer", "minimum": 1,
+                "description": "At most this many events, oldest first. Default: 100.",
+            },
+        },
+        read_only=True,
+    ),
+    ToolSpec(
+        "sleep",
+        "Consolidate the whole database now: merge duplicates, summarise finished episodes, "
+        "decay unused memories, promote repeated knowledge to global. Nothing is deleted "
+        "and the run can be undone. Call it when idle, not in the middle of a task. Fails "
+        "with code lease_held if another agent is already consolidating.",
+        _sleep,
+        {
+            "dry_run": {
+                "type": "boolean", "description": "Only report what would change. Default: false.",
+            },
+        },
+        per_session=False,
     ),
     ToolSpec(
         "stats",

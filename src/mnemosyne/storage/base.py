@@ -48,6 +48,7 @@ class Filters:
     since: float | None = None
     until: float | None = None
     statuses: tuple[str, ...] = ("active",)
+    valid_at: float | None = None  # hide memories whose valid_until is at or before this
     kinds: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -126,7 +126,8 @@ INSERT INTO meta (key, value) VALUES ('index_epoch', '0');
 CREATE TRIGGER index_epoch_on_delete AFTER DELETE ON memories BEGIN
     UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
 END;
-CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at
+CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at,
+    valid_until
 ON memories BEGIN
     UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
 END;

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ...core.fingerprint import content_hash
 from ...core.signature import same_embedder
+from ...core.summarise import without_quotes_of
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory
@@ -156,10 +158,30 @@ class SQLiteStore:
         """Remove a visible memory from the table and every index; leave a tombstone."""
         with self._db.write("forget a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
+            self._unquote(conn, memory_id, row["content"])
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             # Neighbours' windows held this text: rewrite them so it is gone everywhere.
             refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
             audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
+
+    def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str) -> None:
+        """Summaries that quote a forgotten memory stop quoting it."""
+        summaries = conn.execute(
+            "SELECT m.seq, m.id, m.session_id, m.content FROM memory_links AS l "
+            "JOIN memories AS m ON m.id = l.src_id WHERE l.dst_id = ? AND l.kind = 'summarises'",
+            (memory_id,),
+        ).fetchall()
+        for summary in summaries:
+            cleaned = without_quotes_of(summary["content"], content)
+            if cleaned == summary["content"]:
+                continue
+            conn.execute(
+                "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
+                (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
+            )
+            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
+            audit(conn, "update", summary["id"], summary["session_id"],
+                  {"fields": ["content"], "reason": f"forgot quoted memory {memory_id}"})
 
     def import_memories(self, memories: Iterable[NewMemory]) -> int:
         """Insert memories whose id is not stored yet; return how many were added."""
@@ -242,11 +264,20 @@ class SQLiteStore:
                     ).fetchone()[0])
         return {t: self._frequencies[t] for t in terms}, total
 
-    def search_vectors(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first."""
-        if self._index is None or self._index.dimension != len(query):
-            self._index = VectorIndex(len(query))
+    def search_vectors(
+        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any]
+    ) -> list[tuple[int, float]]:
+        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first.
+
+        Empty when ``embedder`` is not the one that made this database's vectors
+        (another process switched models): comparing across models means nothing.
+        """
         with self._db.read() as conn:
+            recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            if recorded is None or not same_embedder(json.loads(recorded[0]), embedder):
+                return []
+            if self._index is None or self._index.dimension != len(query):
+                self._index = VectorIndex(len(query))
             self._index.sync(conn)
         return self._index.search(query, filters, limit)
 
@@ -458,4 +489,7 @@ def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
     if filters.until is not None:
         clauses.append(f"{a}.created_at <= ?")
         params.append(filters.until)
+    if filters.valid_at is not None:
+        clauses.append(f"({a}.valid_until IS NULL OR {a}.valid_until > ?)")
+        params.append(filters.valid_at)
     return " AND ".join(clauses), params

@@ -58,6 +58,7 @@ class VectorIndex:
         self._kind = np.zeros(0, dtype=np.int8)
         self._source = np.zeros(0, dtype=np.int32)
         self._created = np.zeros(0, dtype=np.float64)
+        self._valid_until = np.zeros(0, dtype=np.float64)  # +inf: no expiry
         self._session_codes: dict[str, int] = {}
         self._source_codes: dict[str, int] = {}
 
@@ -69,7 +70,8 @@ class VectorIndex:
                 self._clear()
                 self._epoch = epoch
             rows = conn.execute(
-                "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at "
+                "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, "
+                "m.valid_until "
                 "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
                 "WHERE v.seq > ? ORDER BY v.seq",
                 (self._max_seq,),
@@ -117,6 +119,8 @@ class VectorIndex:
             mask &= self._created[:n] >= filters.since
         if filters.until is not None:
             mask &= self._created[:n] <= filters.until
+        if filters.valid_at is not None:
+            mask &= self._valid_until[:n] > filters.valid_at
         return mask
 
     def _append(self, rows: list[sqlite3.Row]) -> None:
@@ -135,6 +139,7 @@ class VectorIndex:
         self._kind[start:end] = [KIND_CODES[r["kind"]] for r in rows]
         self._source[start:end] = [code(self._source_codes, r["source"]) for r in rows]
         self._created[start:end] = [r["created_at"] for r in rows]
+        self._valid_until[start:end] = [np.inf if r["valid_until"] is None else r["valid_until"] for r in rows]
         self._size = end
         self._max_seq = int(self._seqs[end - 1])
 
@@ -148,3 +153,4 @@ class VectorIndex:
         self._session, self._global = grown(self._session), grown(self._global)
         self._status, self._kind = grown(self._status), grown(self._kind)
         self._source, self._created = grown(self._source), grown(self._created)
+        self._valid_until = grown(self._valid_until)

@@ -1,0 +1,203 @@
+"""Semantic and hybrid recall: embedders recorded with the data, backfill, reembed, fusion."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemosyne import EmbedderMismatchError, InvalidInputError, Mnemosyne
+from mnemosyne.testing import FailingEmbedder, HashEmbedder
+
+NOW = datetime(2026, 6, 15, 12, tzinfo=timezone.utc)
+
+
+def local_model_or_skip():
+    pytest.importorskip("onnxruntime", reason="the 'local' extra (onnxruntime) is not installed")
+    pytest.importorskip("tokenizers", reason="the 'local' extra (tokenizers) is not installed")
+    return "local"
+
+
+def test_paraphrase_with_no_shared_words_is_found(tmp_path: Path):
+    with Mnemosyne(session_id="crm", db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        font = mem.remember("the font is Inter")
+        mem.remember("Invoices go out on the first Monday of each month")
+        mem.remember("The staging server was rebooted after the outage")
+        mem.remember("Lunch order: two pizzas and a salad")
+        found = mem.recall("what typeface does the customer use", top_k=1)
+        assert [m.id for m in found] == [font]
+        assert mem.get_stats().embedder.startswith("local:all-MiniLM-L6-v2")
+
+
+def test_meaning_alone_must_be_close_to_make_a_result(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember("The deploy checklist has seven steps")
+        assert mem.recall("favourite ice cream flavour") == []
+
+
+def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
+        mem.remember("recorded with the hash embedder")
+        assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims)"
+    with pytest.raises(EmbedderMismatchError, match="reembed --embedder"):
+        Mnemosyne(db_path=db, embedder=HashEmbedder(32))
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:  # the same one is fine
+        assert mem.recall("recorded hash")[0].content == "recorded with the hash embedder"
+    # "none" means "do not embed here", not another model: the record stays.
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        mem.remember("written without vectors")
+        assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims), unavailable here"
+
+
+def test_unknown_embedder_spec_is_bad_input(tmp_path: Path):
+    with pytest.raises(InvalidInputError, match="unknown embedder"):
+        Mnemosyne(db_path=tmp_path / "m.db", embedder="word2vec")
+
+
+def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    failing = FailingEmbedder(64)
+    with Mnemosyne(db_path=db, embedder=failing) as mem:
+        ids = [mem.remember(f"deploy note {i} about the kestrel rollout") for i in range(5)]
+        # Stored and found lexically; the model was tried once, then left alone.
+        assert len(mem.recall("kestrel rollout", top_k=10)) == 5
+        assert failing.calls == 1
+        assert sum("failed" in r.message for r in caplog.records) == 1
+    assert vectors_in(db) == 0
+    healthy = HashEmbedder(64)
+    with Mnemosyne(db_path=db, embedder=healthy) as mem:
+        assert mem.backfill_vectors() + vectors_in(db) == 5  # the background pass may have done some
+        assert vectors_in(db) == 5
+        hits = mem.recall("kestrel rollout", top_k=5, explain=True)
+        assert {m.id for m in hits} == set(ids)
+        assert all(m.explanation["dense"] > 0 for m in hits)
+
+
+def test_vectors_written_by_another_process_are_searched_without_reopening(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="reader", db_path=db, embedder=HashEmbedder(64)) as mem:
+        mem.remember("warm up the index", scope="global")
+        mem.recall("warm")
+        code = (
+            "import sys\nfrom mnemosyne import Mnemosyne\nfrom mnemosyne.testing import HashEmbedder\n"
+            "with Mnemosyne(session_id='writer', db_path=sys.argv[1], embedder=HashEmbedder(64)) as m:\n"
+            "    m.remember('zyxwvut quokka migration plan', scope='global')\n"
+        )
+        subprocess.run([sys.executable, "-c", code, str(db)], check=True, timeout=120)
+        hit = mem.recall("zyxwvut quokka", top_k=1, explain=True)[0]
+        assert hit.content == "zyxwvut quokka migration plan"
+        assert hit.explanation["dense"] > 0.5  # found through its vector, not only its words
+
+
+def test_filters_apply_before_top_k_for_vectors_too(tmp_path: Path):
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
+        for i in range(30):
+            mem.remember(f"release checklist item {i}", source="noise", created_at=NOW - timedelta(days=i))
+        wanted = mem.remember("release checklist owner is Dana", source="ops", created_at=NOW)
+        assert [m.id for m in mem.recall("release checklist", top_k=1, source="ops")] == [wanted]
+        recent = mem.recall("release checklist", top_k=50, since=NOW - timedelta(days=2), now=NOW)
+        assert {m.created_at for m in recent} <= {NOW - timedelta(days=d) for d in (0, 1, 2)}
+
+
+def test_explain_returns_every_component(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
+        mem.remember("the kestrel project ships on friday", importance=0.9, created_at=NOW)
+        hit = mem.recall("kestrel ships", now=NOW, explain=True)[0]
+        assert {"content", "context", "dense", "source", "episode_match", "relevance", "episode",
+                "importance", "recency", "time_match", "access", "score"} <= set(hit.explanation)
+        assert hit.explanation["score"] == pytest.approx(hit.score)
+        assert hit.explanation["importance"] > 1  # important memories are lifted
+        assert mem.recall("kestrel ships")[0].explanation is None
+
+
+def test_a_time_named_in_the_query_favours_memories_from_then(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        old = mem.remember("standup: the API review is pending", created_at=NOW - timedelta(days=60))
+        new = mem.remember("standup: the API review is pending", created_at=NOW - timedelta(days=1),
+                           allow_duplicate=True)
+        assert mem.recall("API review yesterday", now=NOW)[0].id == new
+        assert mem.recall("API review in April", now=NOW)[0].id == old
+
+
+def test_reembed_switches_models_in_one_step(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
+        for i in range(7):
+            mem.remember(f"fact {i} about the quokka migration")
+        progress: list[tuple[int, int]] = []
+        assert mem.reembed(HashEmbedder(32), progress=lambda done, total: progress.append((done, total))) == 7
+        assert progress[-1] == (7, 7)
+        assert mem.get_stats().embedder == "test-hash:hash-v1-32 (32 dims)"
+        assert len(mem.recall("quokka migration")) == 7
+        mem.remember("written after the switch about the quokka")
+    with Mnemosyne(db_path=db) as mem:  # the new embedder is the recorded one now
+        assert vectors_in(db, dimension=32) == 8
+        with pytest.raises(InvalidInputError, match="needs an embedder"):
+            mem.reembed("none")
+
+
+def test_cli_reembed_and_stats(tmp_path: Path):
+    local_model_or_skip()
+    db = str(tmp_path / "cli.db")
+    env_none = {"MNEMOSYNE_EMBEDDER": "none"}
+    run_cli("remember", "the font is Inter", "--db", db, env=env_none)
+    run_cli("remember", "invoices go out monthly", "--db", db, env=env_none)
+    assert json.loads(run_cli("stats", "--json", "--db", db, env=env_none))["embedder"] == "none"
+    done = json.loads(run_cli("reembed", "--embedder", "local", "--json", "--db", db))
+    assert done["embedded"] == 2 and done["embedder"].startswith("local:")
+    hits = json.loads(run_cli("recall", "which typeface", "-k", "1", "--json", "--db", db))
+    assert hits[0]["content"] == "the font is Inter"
+    assert run_cli("reembed", "--db", db, code=2) == ""
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, code: int = 0) -> str:
+    import os
+
+    result = subprocess.run(
+        [sys.executable, "-m", "mnemosyne", *args], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+    assert result.returncode == code, result.stderr
+    return result.stdout
+
+
+def vectors_in(db: Path, dimension: int | None = None) -> int:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        blobs = [blob for (blob,) in conn.execute("SELECT vector FROM memory_vectors")]
+    if dimension is not None:
+        assert all(len(np.frombuffer(b, dtype=np.float16)) == dimension for b in blobs)
+    return len(blobs)
+
+
+def test_memories_past_valid_until_are_hidden_but_kept(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
+        offer = mem.remember("the spring discount code is KESTREL10", valid_until=NOW - timedelta(days=1))
+        mem.remember("the summer discount code is QUOKKA20")
+        assert [m.content for m in mem.recall("discount code", now=NOW)] == [
+            "the summer discount code is QUOKKA20"]
+        assert offer in {m.id for m in mem.recall("discount code", now=NOW - timedelta(days=3))}
+        assert offer in {m.id for m in mem.recall("discount code", now=NOW, include_consolidated=True)}
+        assert mem.get(offer) is not None
+
+
+def test_a_process_left_on_the_old_model_never_mixes_vectors(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as old, \
+            Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as switcher:
+        old.remember("the quokka migration starts monday")
+        old.recall("quokka")  # its index holds 64-dim vectors
+        switcher.reembed(HashEmbedder(32))
+        # The old process still answers (lexically), writes without a vector, and
+        # the switched process fills that vector in with the new model.
+        assert old.recall("quokka migration")[0].content == "the quokka migration starts monday"
+        old.remember("the quokka migration moved to tuesday")
+        assert switcher.backfill_vectors() == 1
+        assert vectors_in(db, dimension=32) == 2
