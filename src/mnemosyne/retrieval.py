@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from .core import lexical
+from .core.context import WINDOW
 from .core.ranking import Candidate, Weights, fuse
 from .core.temporal import time_window
 from .core.timeutil import from_timestamp
@@ -32,32 +33,41 @@ def search(
     depth = max(MIN_CANDIDATES, 5 * top_k)
     terms = lexical.query_terms(query)
     frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
-    expression = lexical.fts_expression(lexical.discriminating_terms(terms, frequencies, total))
-    lexical_hits = store.search_text(expression, filters, depth) if expression else {}
+    # A context window holds WINDOW events, so a term matches about WINDOW times as
+    # many windows as memories: the same postings budget keeps fewer terms there.
+    in_windows = {term: count * WINDOW for term, count in frequencies.items()}
+    expressions = {
+        field: expression
+        for field, expression in (
+            ("content", lexical.fts_expression(lexical.discriminating_terms(terms, frequencies, total))),
+            ("context", lexical.fts_expression(lexical.discriminating_terms(terms, in_windows, total))),
+        )
+        if expression is not None
+    }
+    lexical_hits = store.search_text(expressions, filters, depth) if expressions else {}
     query_vector = slot.embed([query])
     dense_hits = []
     if query_vector is not None and slot.signature is not None:
         dense_hits = store.search_vectors(query_vector[0], filters, depth, slot.signature)
 
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-    memories = store.memories_by_seq(keys)
     naming = lexical.source_terms(query)
     candidates = {
         seq: Candidate(
-            importance=m.importance,
-            created_at=m.created_at.timestamp(),
-            access_count=m.access_count,
-            session_id=m.session_id,
-            source_match=1.0 if naming.intersection(lexical.tokenize(m.source)) else 0.0,
+            importance=row["importance"],
+            created_at=row["created_at"],
+            access_count=row["access_count"],
+            session_id=row["session_id"],
+            source_match=1.0 if naming.intersection(lexical.tokenize(row["source"])) else 0.0,
         )
-        for seq, m in memories.items()
+        for seq, row in store.ranking_facts(keys).items()
     }
     span = time_window(query, from_timestamp(now))
     window = None if span is None else (span[0].timestamp(), span[1].timestamp())
     ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights)[:top_k]
+    memories = store.memories_by_seq(r.key for r in ranked)
     return [
-        dataclasses.replace(
-            memories[r.key], score=r.score, explanation=r.components if explain else None
-        )
+        dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
+        if r.key in memories  # forgotten between the two reads
     ]

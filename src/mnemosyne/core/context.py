@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 RADIUS = 2
+WINDOW = 2 * RADIUS + 1  # events in a full window
 
 
 @dataclass(frozen=True, slots=True)

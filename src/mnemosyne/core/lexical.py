@@ -46,9 +46,9 @@ _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself"})
 
 
-# Below this many memories every term is cheap to score; above, very common terms go.
+# Below this many memories every term is cheap to score; above, common terms go.
 COMMON_TERMS_FROM = 5_000
-COMMON_SHARE = 0.1
+POSTINGS_BUDGET = 2_000
 
 
 def tokenize(text: str) -> list[str]:
@@ -89,12 +89,22 @@ def fts_expression(terms: Sequence[str]) -> str | None:
 
 
 def discriminating_terms(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> list[str]:
-    """Drop terms found in a large share of a big corpus: they barely change BM25
-    order but make FTS5 score most of the index (a 100k-memory search went from ~10
-    ms to over 100 ms on one such term). The rarest term always stays."""
+    """The rarest terms, up to a budget of index postings, once a corpus is big.
+
+    FTS5 scores every memory that holds any query term, so a common term makes a
+    search cost as much as the index is large (one term in 30% of 100k memories:
+    over 100 ms). Common terms barely change BM25 order, so past
+    ``COMMON_TERMS_FROM`` memories terms are kept rarest first until they would
+    reach ``POSTINGS_BUDGET`` matches. The rarest term always stays.
+    """
     if total < COMMON_TERMS_FROM:
         return list(terms)
-    kept = [t for t in terms if frequencies.get(t, 0) <= COMMON_SHARE * total]
-    if not kept and terms:
-        kept = [min(terms, key=lambda t: frequencies.get(t, 0))]
+    kept: list[str] = []
+    spent = 0
+    for term in sorted(terms, key=lambda t: frequencies.get(t, 0)):
+        cost = frequencies.get(term, 0)
+        if kept and spent + cost > POSTINGS_BUDGET:
+            break
+        kept.append(term)
+        spent += cost
     return kept

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,17 +230,21 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else row_to_memory(row)
 
-    def search_text(self, expression: str, filters: Filters, limit: int) -> dict[str, list[tuple[int, float]]]:
+    def search_text(
+        self, expressions: Mapping[str, str], filters: Filters, limit: int
+    ) -> dict[str, list[tuple[int, float]]]:
         """BM25 hits per indexed field: ``{"content": [(seq, score)...], "context": [...]}``.
 
-        ``expression`` must already be a safe FTS5 query (see ``core.lexical``). Each
-        field is its own FTS table, so each has its own length normalisation; filters
-        apply before the limit. Scores are positive; higher is better.
+        ``expressions`` maps a field ("content", "context") to a safe FTS5 query (see
+        ``core.lexical``). Each field is its own FTS table, so each has its own length
+        normalisation; filters apply before the limit. Higher scores are better.
         """
         where, params = filter_sql(filters, alias="m")
         hits: dict[str, list[tuple[int, float]]] = {}
+        tables = {"content": "memories_fts", "context": "memories_context_fts"}
         with self._db.read() as conn:
-            for field, table in (("content", "memories_fts"), ("context", "memories_context_fts")):
+            for field, expression in expressions.items():
+                table = tables[field]
                 rows = conn.execute(
                     f"SELECT m.seq, -bm25({table}) AS score FROM {table} "
                     f"JOIN memories AS m ON m.seq = {table}.rowid "
@@ -280,6 +284,21 @@ class SQLiteStore:
                 self._index = VectorIndex(len(query))
             self._index.sync(conn)
         return self._index.search(query, filters, limit)
+
+    def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
+        """What ranking needs of each candidate (importance, created_at, access_count,
+        session_id, source): a light read, so only the final results pay for decoding."""
+        wanted = list(dict.fromkeys(seqs))
+        found: dict[int, sqlite3.Row] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(
+                    "SELECT seq, importance, created_at, access_count, session_id, source FROM memories "
+                    f"WHERE seq IN ({', '.join('?' * len(chunk))})", chunk,
+                ).fetchall()
+                found.update((row["seq"], row) for row in rows)
+        return found
 
     def memories_by_seq(self, seqs: Iterable[int]) -> dict[int, Memory]:
         wanted = list(dict.fromkeys(seqs))

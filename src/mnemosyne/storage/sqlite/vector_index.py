@@ -61,6 +61,7 @@ class VectorIndex:
         self._valid_until = np.zeros(0, dtype=np.float64)  # +inf: no expiry
         self._session_codes: dict[str, int] = {}
         self._source_codes: dict[str, int] = {}
+        self._masks: dict[tuple, np.ndarray] = {}
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the index up to date with the database (call before searching)."""
@@ -102,6 +103,21 @@ class VectorIndex:
         return [(int(seqs[allowed[i]]), float(allowed_scores[i])) for i in order]
 
     def _mask(self, filters: Filters, n: int) -> np.ndarray:
+        # Visibility and status rarely change between queries: cache that part.
+        key = (filters.viewer_session, filters.scope, filters.statuses, filters.kinds, filters.sources)
+        cached = self._masks.get(key)
+        if cached is None or len(cached) != n:
+            cached = self._masks[key] = self._base_mask(filters, n)
+        mask = cached.copy()
+        if filters.since is not None:
+            mask &= self._created[:n] >= filters.since
+        if filters.until is not None:
+            mask &= self._created[:n] <= filters.until
+        if filters.valid_at is not None:
+            mask &= self._valid_until[:n] > filters.valid_at
+        return mask
+
+    def _base_mask(self, filters: Filters, n: int) -> np.ndarray:
         viewer = self._session_codes.get(filters.viewer_session, -1)
         is_global = self._global[:n]
         mask = is_global | (self._session[:n] == viewer)
@@ -115,12 +131,6 @@ class VectorIndex:
             mask &= np.isin(self._kind[:n], [KIND_CODES[k] for k in filters.kinds])
         if filters.sources:
             mask &= np.isin(self._source[:n], [self._source_codes.get(s, -1) for s in filters.sources])
-        if filters.since is not None:
-            mask &= self._created[:n] >= filters.since
-        if filters.until is not None:
-            mask &= self._created[:n] <= filters.until
-        if filters.valid_at is not None:
-            mask &= self._valid_until[:n] > filters.valid_at
         return mask
 
     def _append(self, rows: list[sqlite3.Row]) -> None:
@@ -141,6 +151,7 @@ class VectorIndex:
         self._created[start:end] = [r["created_at"] for r in rows]
         self._valid_until[start:end] = [np.inf if r["valid_until"] is None else r["valid_until"] for r in rows]
         self._size = end
+        self._masks.clear()
         self._max_seq = int(self._seqs[end - 1])
 
     def _grow(self, capacity: int) -> None:
