@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mnemosyne import Mnemosyne
+from mnemosyne import LeaseHeldError, Mnemosyne
 from mnemosyne.dr.doctor import diagnose
 from mnemosyne.dr.recovery import create_backup, restore_backup, verify_backup
 
@@ -75,9 +75,10 @@ def _op_backup(mem: Mnemosyne, rng: random.Random, i: int) -> None:
 
 
 def _op_sleep(mem: Mnemosyne, rng: random.Random, i: int) -> None:
-    sleep = getattr(mem, "sleep", None)  # SLEEP HOOK: runs once Mnemosyne.sleep exists
-    if sleep is not None:
-        sleep()
+    try:
+        mem.sleep()
+    except LeaseHeldError:  # another process is sleeping: the documented answer
+        pass
 
 
 # name -> (operation, relative weight). One line per operation.
@@ -197,9 +198,8 @@ def maintainer(db: str, go: str, stop: str, out: str, every: float) -> None:
         try:
             create_backup(db_path=db, backup_path=target)
             backups.append(str(target))
-            if hasattr(mem, "sleep"):  # SLEEP HOOK: consolidation under load, once it exists
-                mem.sleep()
-                sleeps += 1
+            mem.sleep()  # consolidation under load
+            sleeps += 1
         except Exception as exc:  # noqa: BLE001
             errors.append(f"{type(exc).__name__}: {exc}")
     mem.close()

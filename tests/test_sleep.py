@@ -191,6 +191,16 @@ except LeaseHeldError as exc:
 """
 
 
+def test_a_lease_held_by_a_dead_process_of_this_machine_is_taken_at_once(mem: Mnemosyne):
+    import socket
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    SleepStore(mem._store).acquire_lease(f"{socket.gethostname()}:{dead.stdout.strip()}:abc", ttl=600)
+    fill(mem, episodes=1)
+    assert mem.sleep().summaries == 1  # no 10-minute wait for a sleeper that was killed
+
+
 def test_two_processes_sleeping_at_once_one_runs_one_reports_the_lease(mem: Mnemosyne, tmp_path: Path):
     fill(mem)
     ready = [tmp_path / "ready-1", tmp_path / "ready-2"]

@@ -8,6 +8,8 @@ changed since the snapshot, and records everything needed to undo it exactly.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -17,7 +19,8 @@ from typing import Any
 from ...core.consolidation import Plan, Record
 from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
-from .store import SQLiteStore, audit, dump_json
+from .rows import audit, dump_json
+from .store import SQLiteStore
 
 SLEEP_LEASE = "sleep"
 # Columns sleep may change on an existing memory (and undo restores).
@@ -66,7 +69,8 @@ class SleepStore:
         now = time.time()
         with self._db.write("take the sleep lease") as conn:
             row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (name,)).fetchone()
-            if row is not None and row["holder"] != holder and row["expires_at"] > now:
+            if (row is not None and row["holder"] != holder and row["expires_at"] > now
+                    and not _holder_is_dead(row["holder"])):
                 raise LeaseHeldError(
                     f"another sleeper ({row['holder']}) is consolidating {self._store.path} for up to "
                     f"{row['expires_at'] - now:.0f} more seconds; try again later"
@@ -227,3 +231,19 @@ def _hash(text: str) -> str:
     from ...core.fingerprint import content_hash
 
     return content_hash(text)
+
+
+def _holder_is_dead(holder: str) -> bool:
+    """Whether a lease holder ("host:pid:nonce") is a process of this machine that no
+    longer runs: its lease can be taken at once instead of after it expires."""
+    host, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by someone else
+        return False
+    return False
