@@ -319,7 +319,7 @@ def load_longmemeval(path: StrPath) -> list[LongMemEvalQuestion]:
         if not (len(ids) == len(dates) == len(raw_sessions)):
             raise ValueError(f"{item['question_id']}: haystack lists differ in length")
         sessions: list[LongMemEvalSession] = []
-        for sid, date_raw, raw_turns in zip(ids, dates, raw_sessions):
+        for sid, date_raw, raw_turns in zip(ids, dates, raw_sessions, strict=True):
             start = parse_longmemeval_datetime(date_raw)
             turns = tuple(
                 LongMemEvalTurn(

@@ -38,7 +38,6 @@ from datasets import (  # noqa: E402
     recall_all_at_k,
     recall_at_k,
 )
-
 from mnemosyne import Mnemosyne  # noqa: E402
 from mnemosyne.core.lexical import fts_query  # noqa: E402
 
@@ -58,7 +57,7 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if missing:
-            self._cache.update(zip(missing, self._model.embed(missing)))
+            self._cache.update(zip(missing, self._model.embed(missing), strict=True))
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])
@@ -100,7 +99,7 @@ def locomo(path: str, embedder: CachedEmbedder | None, workdir: Path) -> dict[st
         mem.remember_many(
             {"content": text, "source": turn.speaker, "created_at": turn.created_at,
              "metadata": {"dia_id": turn.dia_id}}
-            for text, turn in zip(texts, conversation.turns)
+            for text, turn in zip(texts, conversation.turns, strict=True)
         )
         retrievers: dict[str, Retriever] = {"bm25": bm25_retriever(keys, texts)}
         if embedder is not None:

@@ -108,15 +108,16 @@ def main() -> None:
             mem = Mnemosyne(session_id="bench", db_path=db, embedder=RandomProjectionEmbedder())
             mem.recall(queries[0])  # loads the vector index once, as a long-running agent would
             it = iter(queries * 2)
-            retrieval = timed(lambda: mem.recall(next(it), top_k=10), len(queries))
+            retrieval = timed(lambda mem=mem, it=it: mem.recall(next(it), top_k=10), len(queries))
             mem.close()
-            rows.append((f"{size:,}", "retrieval only (lexical + vectors, fused)", retrieval, lexical_rate, vector_rate))
+            label = "retrieval only (lexical + vectors, fused)"
+            rows.append((f"{size:,}", label, retrieval, lexical_rate, vector_rate))
 
         local = _local_model()
         if local is not None:
             items, queries = make_corpus(args.model_ingest, seed=2)
             texts = [" ".join(random.Random(i).sample(_ENGLISH, 12)) for i in range(len(items))]
-            for item, text in zip(items, texts):
+            for item, text in zip(items, texts, strict=True):
                 item["content"] = text
             db = Path(tmp) / "local.db"
             model_rate = ingest(db, items, local)

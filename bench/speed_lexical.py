@@ -64,7 +64,7 @@ def main() -> None:
         stats = mem.get_stats()
         mem.close()
 
-    print(f"| memories | remember (1/call) | remember_many (1000/batch) | recall p50 | recall p95 |")
+    print("| memories | remember (1/call) | remember_many (1000/batch) | recall p50 | recall p95 |")
     print("|---|---|---|---|---|")
     print(f"| {stats.total:,} | {single_rate:,.0f}/s | {batch_rate:,.0f}/s | "
           f"{percentile(latencies, 50):.2f} ms | {percentile(latencies, 95):.2f} ms |")

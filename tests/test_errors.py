@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import InvalidInputError, MnemosyneError, Mnemosyne, NotADatabaseError, SchemaVersionError
+from mnemosyne import InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError, SchemaVersionError
 
 
 def fingerprint(path: Path) -> str:

@@ -42,7 +42,8 @@ class Backfill:
                 vectors = self._slot.embed([content for _, content in batch])
                 if vectors is None or self._slot.signature is None:
                     break
-                stored = self._store.add_vectors(list(zip((s for s, _ in batch), vectors)), self._slot.signature)
+                pairs = [(seq, vector) for (seq, _), vector in zip(batch, vectors, strict=True)]
+                stored = self._store.add_vectors(pairs, self._slot.signature)
                 if stored == 0:
                     break  # another embedder owns this database now
                 done += stored
@@ -71,7 +72,7 @@ def embed_all(store: SQLiteStore, slot: EmbedderSlot, progress: Progress | None 
         vectors = slot.embedder.embed([content for _, content in batch])  # failures must surface here
         if len(vectors) != len(batch):
             raise EmbedderError(f"the embedder returned {len(vectors)} vectors for {len(batch)} texts")
-        pairs.extend(zip((seq for seq, _ in batch), vectors))
+        pairs.extend(zip((seq for seq, _ in batch), vectors, strict=True))
         last = batch[-1][0]
         if progress:
             progress(len(pairs), total)

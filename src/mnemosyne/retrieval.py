@@ -17,6 +17,7 @@ from .storage.sqlite import SQLiteStore
 # How many candidates each signal contributes before fusion. Wide enough that a
 # memory ranked low by one signal but high by another still meets fusion.
 MIN_CANDIDATES = 50
+DEFAULT_WEIGHTS = Weights()
 
 
 def search(
@@ -27,7 +28,7 @@ def search(
     top_k: int,
     now: float,
     explain: bool = False,
-    weights: Weights = Weights(),
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[Memory]:
     """The ``top_k`` memories passing ``filters`` that best match ``query``."""
     depth = max(MIN_CANDIDATES, 5 * top_k)

@@ -38,8 +38,7 @@ def windows(events: Sequence[Event], radius: int = RADIUS) -> dict[int, str]:
         if event.scope == "global":
             where = rank_among_globals[index]
             around = global_positions[max(0, where - radius) : where + radius + 1]
-            result[event.seq] = "\n".join(events[i].content for i in around)
         else:
-            around = range(max(0, index - radius), min(len(events), index + radius + 1))
-            result[event.seq] = "\n".join(events[i].content for i in around)
+            around = list(range(max(0, index - radius), min(len(events), index + radius + 1)))
+        result[event.seq] = "\n".join(events[i].content for i in around)
     return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 DAY = 86_400.0
 
@@ -120,17 +121,18 @@ def _per_episode(
     by_session: dict[str, list[int]] = {}
     for key, candidate in candidates.items():
         by_session.setdefault(candidate.session_id, []).append(key)
-    result: dict[int, float] = {}
+    episodes: list[list[int]] = []
     for keys in by_session.values():
         keys.sort(key=lambda k: candidates[k].created_at)
-        episode: list[int] = []
-        for key in keys + [None]:  # type: ignore[list-item]
-            if episode and (key is None or candidates[key].created_at - candidates[episode[-1]].created_at > gap):
-                total = combine(values[k] for k in episode)
-                result.update((k, total) for k in episode)
-                episode = []
-            if key is not None:
-                episode.append(key)
+        episodes.append([keys[0]])
+        for previous, key in pairwise(keys):
+            if candidates[key].created_at - candidates[previous].created_at > gap:
+                episodes.append([])
+            episodes[-1].append(key)
+    result: dict[int, float] = {}
+    for episode in episodes:
+        total = combine(values[k] for k in episode)
+        result.update((k, total) for k in episode)
     return result
 
 

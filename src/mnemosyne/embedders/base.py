@@ -23,7 +23,11 @@ class Embedder(Protocol):
 
     name: str
     model: str
-    dimension: int
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector length; None until known (an HTTP model tells it with its first answer)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 

@@ -72,7 +72,7 @@ def signature(embedder: Embedder | None) -> dict[str, Any]:
     """What a database records about the embedder that made its vectors."""
     if embedder is None:
         return {"name": NONE, "model": NONE, "dimension": 0}
-    return {"name": embedder.name, "model": embedder.model, "dimension": embedder.dimension}
+    return {"name": embedder.name, "model": embedder.model, "dimension": embedder.dimension or 0}
 
 
 def spec_of(recorded: dict[str, Any]) -> str:

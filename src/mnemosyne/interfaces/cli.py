@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Durable memory for AI agents: remember, recall, back up and restore.",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", help="database file (default: $MNEMOSYNE_DB or the user data folder)")
     common.add_argument("--session", default="default", help="session id (default: %(default)s)")
     common.add_argument("--json", action="store_true", help="print JSON instead of a table")

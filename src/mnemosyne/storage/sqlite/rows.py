@@ -11,7 +11,9 @@ from ...core.timeutil import from_timestamp
 from ...models import Memory
 
 
-def audit(conn: sqlite3.Connection, op: str, memory_id: str | None, session_id: str | None, detail: dict[str, Any]) -> None:
+def audit(
+    conn: sqlite3.Connection, op: str, memory_id: str | None, session_id: str | None, detail: dict[str, Any]
+) -> None:
     conn.execute(
         "INSERT INTO audit_log (at, op, memory_id, session_id, detail) VALUES (?, ?, ?, ?, ?)",
         (time.time(), op, memory_id, session_id, dump_json(detail)),

@@ -256,17 +256,22 @@ class SQLiteStore:
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many memories contain each term (cached while the corpus grows < 10%),
-        and how many memories there are."""
+        and roughly how many memories there are (the highest seq)."""
+        counts: dict[str, int] = {}
         with self._db.read() as conn:
             total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+            cache = self._frequencies  # threads share it: work on one dict, swap whole
             if abs(total - self._frequencies_total) > 0.1 * max(total, 1):
-                self._frequencies, self._frequencies_total = {}, total
+                cache = {}
+                self._frequencies, self._frequencies_total = cache, total
             for term in terms:
-                if term not in self._frequencies:
-                    self._frequencies[term] = int(conn.execute(
+                count = cache.get(term)
+                if count is None:
+                    count = cache[term] = int(conn.execute(
                         "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)
                     ).fetchone()[0])
-        return {t: self._frequencies[t] for t in terms}, total
+                counts[term] = count
+        return counts, total
 
     def search_vectors(
         self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any]
