@@ -186,11 +186,12 @@ def quality(samples: list[dict], workdir: Path, seed: int, policy: SleepPolicy) 
             started = time.perf_counter()
             report = mem.sleep()
             seconds = time.perf_counter() - started
+            # Straight away: the recalls below are new data (they reinforce what they hit).
+            second = mem.sleep()
             full, quoted = coverage(db, dia_of)
             r_after = recall_at_10(mem, questions, full)
             r_quoted = recall_at_10(mem, questions, quoted)
             r_incl = recall_at_10(mem, questions, full, include_consolidated=True)
-            second = mem.sleep()
             copies = sum(1 for i in items if i["copy"])
             row = (sample["sample_id"], len(items), copies, report.active_before, report.active_after,
                    1 - report.active_after / report.active_before, r_before, r_after, r_quoted, r_incl,

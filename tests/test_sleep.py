@@ -273,3 +273,16 @@ def test_forgetting_a_source_removes_its_text_from_summaries(mem: Mnemosyne):
     assert "Rollout of v2" in mem.get(summary.id).content
     everywhere = mem.recall("hunter2 kestrel", top_k=10, include_consolidated=True)
     assert all("hunter2" not in m.content for m in everywhere)
+
+
+def test_a_match_on_a_consolidated_original_returns_what_stands_for_it(mem: Mnemosyne):
+    texts = ["Rollout of v2 started on the west cluster.", "Thanks!",
+             "Rollout of v2 finished without errors on the west cluster."]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]
+    mem.sleep()
+    hidden = [i for i in ids if mem.get(i).status == "consolidated"]
+    assert hidden, "sleep consolidated nothing"
+    hits = mem.recall(mem.get(hidden[0]).content, top_k=3)
+    assert hits[0].kind == "summary" and hidden[0] not in {h.id for h in hits}
+    everything = mem.recall(mem.get(hidden[0]).content, top_k=5, include_consolidated=True)
+    assert hidden[0] in {h.id for h in everything}

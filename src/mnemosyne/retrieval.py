@@ -30,8 +30,16 @@ def search(
     explain: bool = False,
     weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[Memory]:
-    """The ``top_k`` memories passing ``filters`` that best match ``query``."""
+    """The ``top_k`` memories passing ``filters`` that best match ``query``.
+
+    Originals that sleep consolidated stay searchable: when default recall (active
+    memories only) matches one, the match counts for the memory that now stands for
+    it (its summary or canonical copy). Condensing never makes a fact unfindable.
+    """
     depth = max(MIN_CANDIDATES, 5 * top_k)
+    redirect = filters.statuses == ("active",)
+    if redirect:
+        filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
     terms = lexical.query_terms(query)
     frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
     # A context window holds WINDOW events, so a term matches about WINDOW times as
@@ -51,6 +59,11 @@ def search(
     if query_vector is not None and slot.signature is not None:
         dense_hits = store.search_vectors(query_vector[0], filters, depth, slot.signature)
 
+    if redirect:
+        hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+        standing_for = store.representatives(hit_seqs, filters.viewer_session)
+        lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
+        dense_hits = _redirected(dense_hits, standing_for)
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
     naming = lexical.source_terms(query)
     candidates = {
@@ -72,3 +85,14 @@ def search(
         for r in ranked
         if r.key in memories  # forgotten between the two reads
     ]
+
+
+def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
+    """Hits on consolidated memories moved to their representative (best score kept);
+    a consolidated memory nothing visible stands for is dropped."""
+    best: dict[int, float] = {}
+    for seq, score in hits:
+        target = standing_for.get(seq, seq) if seq in standing_for else seq
+        if target is not None and score > best.get(target, float("-inf")):
+            best[target] = score
+    return sorted(best.items(), key=lambda item: -item[1])

@@ -290,6 +290,26 @@ class SQLiteStore:
             self._index.sync(conn)
         return self._index.search(query, filters, limit)
 
+    def representatives(self, seqs: Iterable[int], viewer_session: str) -> dict[int, int | None]:
+        """For each consolidated memory among ``seqs``: the active memory visible to
+        ``viewer_session`` that merged or summarised it (None if there is none)."""
+        wanted = list(dict.fromkeys(seqs))
+        found: dict[int, int | None] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT d.seq, ("
+                    "  SELECT s.seq FROM memory_links AS l JOIN memories AS s ON s.id = l.src_id"
+                    "  WHERE l.dst_id = d.id AND l.kind IN ('merges', 'summarises') AND s.status = 'active'"
+                    "  AND (s.scope = 'global' OR s.session_id = ?) ORDER BY s.seq DESC LIMIT 1"
+                    f") FROM memories AS d WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
+                    (viewer_session, *chunk),
+                ).fetchall()
+                found.update((int(seq), None if rep is None else int(rep)) for seq, rep in rows)
+        return found
+
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
         """What ranking needs of each candidate (importance, created_at, access_count,
         session_id, source): a light read, so only the final results pay for decoding."""
