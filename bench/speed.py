@@ -94,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--model-ingest", type=int, default=2_000, help="memories to ingest with the local model")
+    parser.add_argument("--model-ingest", type=int, default=10_000, help="memories to ingest with the local model")
     args = parser.parse_args()
 
     rows = []

@@ -46,15 +46,9 @@ class HashEmbedder:
         return normalise_rows(vectors)
 
 
-class FailingEmbedder:
-    """An embedder whose model is unavailable: every call raises ``EmbedderError``."""
-
-    name = "test-hash"
-
-    def __init__(self, dimension: int = 64) -> None:
-        self.dimension = dimension
-        self.model = f"hash-v1-{dimension}"
-        self.calls = 0
+class FailingEmbedder(HashEmbedder):
+    """A :class:`HashEmbedder` whose model is unavailable: every call raises
+    ``EmbedderError``. Same signature, so a healthy HashEmbedder can backfill after it."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from .errors import EmbedderError

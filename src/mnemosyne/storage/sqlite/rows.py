@@ -5,10 +5,23 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ...core.timeutil import from_timestamp
 from ...models import Memory
+
+
+def select_in(
+    conn: sqlite3.Connection, sql: str, values: Sequence[Any], params: Sequence[Any] = ()
+) -> list[sqlite3.Row]:
+    """Run ``sql`` (``{marks}`` where the IN list goes, after ``params``) over ``values``
+    in chunks that stay under SQLite's limit on bound variables."""
+    rows: list[sqlite3.Row] = []
+    for start in range(0, len(values), 500):
+        chunk = values[start : start + 500]
+        rows.extend(conn.execute(sql.format(marks=", ".join("?" * len(chunk))), (*params, *chunk)).fetchall())
+    return rows
 
 
 def audit(

@@ -23,7 +23,7 @@ from .context_index import refresh_contexts
 from .derived import present
 from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
-from .rows import audit, dump_json, row_to_memory
+from .rows import audit, dump_json, row_to_memory, select_in
 from .vector_index import VectorIndex, decode_vectors, encode_vector
 
 _COLUMNS = (
@@ -293,49 +293,36 @@ class SQLiteStore:
     def representatives(self, seqs: Iterable[int], viewer_session: str) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the active memory visible to
         ``viewer_session`` that merged or summarised it (None if there is none)."""
-        wanted = list(dict.fromkeys(seqs))
-        found: dict[int, int | None] = {}
         with self._db.read() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ", ".join("?" * len(chunk))
-                rows = conn.execute(
-                    "SELECT d.seq, ("
-                    "  SELECT s.seq FROM memory_links AS l JOIN memories AS s ON s.id = l.src_id"
-                    "  WHERE l.dst_id = d.id AND l.kind IN ('merges', 'summarises') AND s.status = 'active'"
-                    "  AND (s.scope = 'global' OR s.session_id = ?) ORDER BY s.seq DESC LIMIT 1"
-                    f") FROM memories AS d WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
-                    (viewer_session, *chunk),
-                ).fetchall()
-                found.update((int(seq), None if rep is None else int(rep)) for seq, rep in rows)
-        return found
+            rows = select_in(
+                conn,
+                "SELECT d.seq, ("
+                "  SELECT s.seq FROM memory_links AS l JOIN memories AS s ON s.id = l.src_id"
+                "  WHERE l.dst_id = d.id AND l.kind IN ('merges', 'summarises') AND s.status = 'active'"
+                "  AND (s.scope = 'global' OR s.session_id = ?) ORDER BY s.seq DESC LIMIT 1"
+                ") FROM memories AS d WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
+                list(dict.fromkeys(seqs)), (viewer_session,),
+            )
+        return {int(seq): None if rep is None else int(rep) for seq, rep in rows}
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
         """What ranking needs of each candidate (importance, created_at, access_count,
         session_id, source): a light read, so only the final results pay for decoding."""
-        wanted = list(dict.fromkeys(seqs))
-        found: dict[int, sqlite3.Row] = {}
         with self._db.read() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                rows = conn.execute(
-                    "SELECT seq, importance, created_at, access_count, session_id, source FROM memories "
-                    f"WHERE seq IN ({', '.join('?' * len(chunk))})", chunk,
-                ).fetchall()
-                found.update((row["seq"], row) for row in rows)
-        return found
+            rows = select_in(
+                conn,
+                "SELECT seq, importance, created_at, access_count, session_id, source FROM memories "
+                "WHERE seq IN ({marks})",
+                list(dict.fromkeys(seqs)),
+            )
+        return {row["seq"]: row for row in rows}
 
     def memories_by_seq(self, seqs: Iterable[int]) -> dict[int, Memory]:
-        wanted = list(dict.fromkeys(seqs))
-        found: dict[int, Memory] = {}
         with self._db.read() as conn:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                rows = conn.execute(
-                    f"SELECT seq, {_COLUMNS} FROM memories WHERE seq IN ({', '.join('?' * len(chunk))})", chunk
-                ).fetchall()
-                found.update((row["seq"], row_to_memory(row)) for row in rows)
-        return found
+            rows = select_in(
+                conn, f"SELECT seq, {_COLUMNS} FROM memories WHERE seq IN ({{marks}})", list(dict.fromkeys(seqs))
+            )
+        return {row["seq"]: row_to_memory(row) for row in rows}
 
     # -- vectors ----------------------------------------------------------------------
 
@@ -355,19 +342,18 @@ class SQLiteStore:
 
     def vectors_by_id(self, memory_ids: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
         """The stored vector of each of these memories that has one."""
-        found: dict[str, np.ndarray] = {}
-        ids = list(memory_ids)
         with self._db.read() as conn:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                rows = conn.execute(
-                    "SELECT m.id, v.vector FROM memories AS m JOIN memory_vectors AS v ON v.seq = m.seq "
-                    f"WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk,
-                ).fetchall()
-                for memory_id, blob in rows:
-                    if len(blob) == 2 * dimension:
-                        found[memory_id] = decode_vectors([blob], dimension)[0]
-        return found
+            rows = select_in(
+                conn,
+                "SELECT m.id, v.vector FROM memories AS m JOIN memory_vectors AS v ON v.seq = m.seq "
+                "WHERE m.id IN ({marks})",
+                list(memory_ids),
+            )
+        return {
+            memory_id: decode_vectors([blob], dimension)[0]
+            for memory_id, blob in rows
+            if len(blob) == 2 * dimension  # float16
+        }
 
     def count_missing_vectors(self) -> int:
         with self._db.read() as conn:
