@@ -24,7 +24,8 @@ from .derived import present
 from .idempotency import existing_id, for_key
 from .migrate import migrate, schema_version
 from .rows import audit, dump_json, row_to_memory, select_in
-from .vector_index import VectorIndex, decode_vectors, encode_vector
+from .vector_index import VectorIndex, encode_vector
+from .vector_rows import VectorRows
 
 _COLUMNS = (
     "id, session_id, scope, kind, status, content, content_hash, source, importance, "
@@ -32,7 +33,7 @@ _COLUMNS = (
 )
 
 
-class SQLiteStore:
+class SQLiteStore(VectorRows):
     """Memories in one SQLite file (WAL mode), migrated to the latest schema on open."""
 
     def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
@@ -104,16 +105,6 @@ class SQLiteStore:
             return str(for_key(conn, memory)), None
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
         return memory.id, cursor.lastrowid
-
-    def _claim_embedder(self, conn: sqlite3.Connection, embedder: dict[str, Any] | None) -> bool:
-        """Record ``embedder`` on the first write; afterwards, whether it is the recorded one."""
-        if embedder is None:
-            return False
-        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', ?)", (dump_json(embedder),))
-            return True
-        return same_embedder(json.loads(row[0]), embedder)
 
     def update(
         self,
@@ -324,83 +315,7 @@ class SQLiteStore:
             )
         return {row["seq"]: row_to_memory(row) for row in rows}
 
-    # -- vectors ----------------------------------------------------------------------
-
-    def recorded_embedder(self) -> dict[str, Any] | None:
-        value = self.get_meta("embedder")
-        return None if value is None else dict(json.loads(value))
-
-    def missing_vectors(self, limit: int) -> list[tuple[int, str]]:
-        """``(seq, content)`` of memories that have no vector yet, oldest first."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT m.seq, m.content FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
-                "WHERE v.seq IS NULL ORDER BY m.seq LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [(int(seq), str(content)) for seq, content in rows]
-
-    def vectors_by_id(self, memory_ids: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
-        """The stored vector of each of these memories that has one."""
-        with self._db.read() as conn:
-            rows = select_in(
-                conn,
-                "SELECT m.id, v.vector FROM memories AS m JOIN memory_vectors AS v ON v.seq = m.seq "
-                "WHERE m.id IN ({marks})",
-                list(memory_ids),
-            )
-        return {
-            memory_id: decode_vectors([blob], dimension)[0]
-            for memory_id, blob in rows
-            if len(blob) == 2 * dimension  # float16
-        }
-
-    def count_missing_vectors(self) -> int:
-        with self._db.read() as conn:
-            return int(conn.execute(
-                "SELECT count(*) FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
-                "WHERE v.seq IS NULL"
-            ).fetchone()[0])
-
-    def count_memories(self) -> int:
-        with self._db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
-
-    def contents_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
-        """``(seq, content)`` of the next ``limit`` memories after ``seq``."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
-            ).fetchall()
-        return [(int(s), str(c)) for s, c in rows]
-
-    def add_vectors(self, pairs: Sequence[tuple[int, np.ndarray]], embedder: dict[str, Any]) -> int:
-        """Store vectors for memories that still lack one; return how many were stored."""
-        with self._db.write("store vectors") as conn:
-            if not self._claim_embedder(conn, embedder):
-                return 0
-            cursor = conn.executemany(
-                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
-                "(SELECT 1 FROM memories WHERE seq = ?) ON CONFLICT (seq) DO NOTHING",
-                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
-            )
-            return max(cursor.rowcount, 0)
-
-    def replace_embedder(self, embedder: dict[str, Any], pairs: Sequence[tuple[int, np.ndarray]]) -> None:
-        """Switch the database to another embedder: drop every vector, store the new ones."""
-        with self._db.write("switch embedder") as conn:
-            conn.execute("DELETE FROM memory_vectors")
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('embedder', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (dump_json(embedder),),
-            )
-            conn.executemany(
-                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
-                "(SELECT 1 FROM memories WHERE seq = ?)",
-                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
-            )
-            audit(conn, "reembed", None, None, {"embedder": embedder, "vectors": len(pairs)})
+    # -- reads, continued ------------------------------------------------------------
 
     def iter_memories(self) -> Iterator[Memory]:
         """Every stored memory, in id (creation) order, read in pages."""
