@@ -73,6 +73,7 @@ def search(
             access_count=row["access_count"],
             session_id=row["session_id"],
             source_match=1.0 if naming.intersection(lexical.tokenize(row["source"])) else 0.0,
+            length=row["length"],
         )
         for seq, row in store.ranking_facts(keys).items()
     }

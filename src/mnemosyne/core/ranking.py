@@ -19,8 +19,15 @@ DAY = 86_400.0
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    content: float = 0.5          # BM25 of the memory's own text
+    content: float = 0.5          # BM25 of the memory's own text (a short memory)
     context: float = 0.6          # BM25 of its episode window (neighbours included)
+    # A long memory says what it means by itself; a short one ("yes, the blue one")
+    # lives in its neighbours. From short_chars to long_chars of content, the content
+    # and context weights move to these.
+    long_content: float = 1.0
+    long_context: float = 0.0
+    short_chars: int = 300
+    long_chars: int = 800
     source: float = 0.5           # the query names the memory's source (a speaker, a tool)
     dense: float = 0.5            # cosine similarity of the embeddings
     dense_floor: float = 0.3      # below this cosine, meaning alone does not make a result
@@ -43,6 +50,7 @@ class Candidate:
     access_count: int = 0
     session_id: str = ""
     source_match: float = 0.0     # 1.0 when the query names this memory's source
+    length: int = 0               # characters of content
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +95,7 @@ def fuse(
     most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
     for key, p in parts.items():
         p["episode_match"] = episode_evidence[key] / most_evidence
-    relevance = {key: sum(getattr(weights, f) * v for f, v in p.items()) for key, p in parts.items()}
+    relevance = {key: _relevance(p, candidates[key].length, weights) for key, p in parts.items()}
     best_overall = max(relevance.values(), default=0.0)
     episode_best = _per_episode(candidates, relevance, weights.episode_gap_s, max)
     ranked = []
@@ -108,6 +116,17 @@ def fuse(
         ranked.append(Ranked(key, score, components))
     ranked.sort(key=lambda r: (-r.score, r.key))
     return ranked
+
+
+def _relevance(parts: Mapping[str, float], length: int, weights: Weights) -> float:
+    """Weighted sum of the signals, content and context weights set by length."""
+    span = max(1, weights.long_chars - weights.short_chars)
+    longness = min(1.0, max(0.0, (length - weights.short_chars) / span))
+    own = {
+        "content": weights.content + longness * (weights.long_content - weights.content),
+        "context": weights.context + longness * (weights.long_context - weights.context),
+    }
+    return sum(own.get(field, getattr(weights, field)) * value for field, value in parts.items())
 
 
 def _per_episode(
