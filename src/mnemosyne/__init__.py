@@ -15,7 +15,7 @@ functions that use one default instance (session ``"default"``, database at
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BackupError,
@@ -34,8 +34,10 @@ from .errors import (
     SchemaVersionError,
     StorageError,
 )
-from .memory import Mnemosyne
 from .models import DoctorReport, Episode, Memory, SleepReport, Stats
+
+if TYPE_CHECKING:
+    from .memory import Mnemosyne
 
 __version__ = "0.1.0"
 
@@ -67,6 +69,16 @@ __all__ = [
     "remember",
 ]
 
+def __getattr__(name: str) -> Any:
+    # Mnemosyne brings numpy and the storage engine: loaded on first use, so that
+    # `mnemosyne --help` and the error classes cost nothing to import.
+    if name == "Mnemosyne":
+        from .memory import Mnemosyne
+
+        return Mnemosyne
+    raise AttributeError(f"module 'mnemosyne' has no attribute {name!r}")
+
+
 _default: Mnemosyne | None = None
 _default_lock = threading.Lock()
 
@@ -75,6 +87,8 @@ def _default_instance() -> Mnemosyne:
     global _default
     with _default_lock:
         if _default is None:
+            from .memory import Mnemosyne
+
             _default = Mnemosyne()
         return _default
 
