@@ -47,3 +47,15 @@ def test_get_update_forget_obey_the_same_rule(agents):
     assert a.get(shared).importance == 0.9
     b.forget(shared)
     assert a.get(shared) is None
+
+
+def test_private_neighbours_never_make_a_global_memory_findable(agents):
+    a, b = agents
+    a.remember("codename Bluebird is the secret acquisition target", scope="session")
+    a.remember("the all-hands meeting moved to Friday", scope="global")
+    a.remember("Bluebird due diligence closes in March", scope="session")
+    # The global memory sits between two private ones in a's episode, but its
+    # context window holds only global neighbours: b's words never reach a's secrets.
+    hits = b.recall("Bluebird acquisition target", explain=True)
+    assert all(h.explanation["content"] == 0 and h.explanation["context"] == 0 for h in hits)
+    assert [m.content for m in b.recall("all-hands meeting")] == ["the all-hands meeting moved to Friday"]
