@@ -71,9 +71,13 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     Many threads and processes may share one database. ``busy_timeout`` (seconds)
     bounds how long a call waits for other writers' locks before
     :class:`DatabaseBusyError`. ``dedupe_window`` (seconds; 0 turns it off): a
-    ``remember`` of the same content (same session, scope and kind; case and
-    whitespace ignored) within this window returns the existing memory's id instead
-    of storing a duplicate.
+    ``remember`` that repeats one made within this window (same text up to case and
+    whitespace, same session, scope, source, importance, metadata and expiry)
+    returns the existing memory's id instead of storing a duplicate.
+
+    ``embedder`` makes the vectors of semantic recall: a spec (``"local"``,
+    ``"none"``, ``"sentence-transformers:<model>"``, ``"openai:<model>"``) or an
+    object; by default the one the database recorded, else the best installed.
     """
 
     def __init__(
