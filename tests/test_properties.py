@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sqlite3
 import tempfile
 import unicodedata
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from mnemosyne import Mnemosyne
 from mnemosyne.dr.recovery import create_backup, restore_backup
+from snapshots import snapshot
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -59,22 +59,6 @@ items = st.lists(
 def same_json(a: Any, b: Any) -> bool:
     """Equal including types and key order (``1 == 1.0 == True`` is not enough)."""
     return a == b and json.dumps(a) == json.dumps(b)
-
-
-def snapshot(db: Path) -> dict[str, dict[str, Any]]:
-    """Every memory in ``db`` as ``to_dict()``, each read through its own session."""
-    conn = sqlite3.connect(db)
-    try:
-        owners = conn.execute("SELECT id, session_id FROM memories").fetchall()
-    finally:
-        conn.close()
-    result = {}
-    for session in {session for _, session in owners}:
-        with Mnemosyne(session_id=session, db_path=db) as mem:
-            for memory_id, owner in owners:
-                if owner == session:
-                    result[memory_id] = mem.get(memory_id).to_dict()
-    return result
 
 
 def fill(db: Path, entries: list[tuple]) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from snapshots import snapshot
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -39,20 +39,6 @@ def write_jsonl(path: Path, lines: list[Any], header: bool = True) -> Path:
     out += [line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) for line in lines]
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
-
-
-def snapshot(db: Path) -> dict[str, dict[str, Any]]:
-    """Every memory in ``db`` as ``to_dict()``, each read through its own session."""
-    conn = sqlite3.connect(db)
-    try:
-        owners = conn.execute("SELECT id, session_id FROM memories").fetchall()
-    finally:
-        conn.close()
-    result = {}
-    for memory_id, session in owners:
-        with Mnemosyne(session_id=session, db_path=db) as mem:
-            result[memory_id] = mem.get(memory_id).to_dict()
-    return result
 
 
 @pytest.fixture
