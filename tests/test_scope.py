@@ -31,6 +31,21 @@ def test_recall_sees_own_session_and_global(agents):
     assert [r.content for r in b.recall("plan migration", scope="session")] == ["b's own plan for the migration"]
 
 
+def test_filters_apply_before_the_cut_even_when_other_sessions_match_better(tmp_path: Path):
+    """Hundreds of another session's memories outrank the viewer's only match on
+    BM25; recall still finds the viewer's match and shows nothing of the other's."""
+    db = tmp_path / "crowded.db"
+    a = Mnemosyne(session_id="agent-a", db_path=db, embedder="none")
+    b = Mnemosyne(session_id="agent-b", db_path=db, embedder="none")
+    b.remember_many([{"content": f"migration plan, migration plan, migration plan {i}"} for i in range(300)])
+    mine = a.remember("the migration plan has three stages and a long review of every detail before it starts")
+    found = a.recall("migration plan", top_k=5)
+    assert [m.id for m in found] == [mine]
+    assert len(b.recall("migration plan", top_k=5)) == 5
+    a.close()
+    b.close()
+
+
 def test_get_update_forget_obey_the_same_rule(agents):
     a, b = agents
     private = a.remember("a's private note")

@@ -231,19 +231,12 @@ class SQLiteStore(VectorRows):
         normalisation; filters apply before the limit. Higher scores are better.
         """
         where, params = filter_sql(filters, alias="m")
-        hits: dict[str, list[tuple[int, float]]] = {}
         tables = {"content": "memories_fts", "context": "memories_context_fts"}
         with self._db.read() as conn:
-            for field, expression in expressions.items():
-                table = tables[field]
-                rows = conn.execute(
-                    f"SELECT m.seq, -bm25({table}) AS score FROM {table} "
-                    f"JOIN memories AS m ON m.seq = {table}.rowid "
-                    f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
-                    (expression, *params, limit),
-                ).fetchall()
-                hits[field] = [(int(seq), float(score)) for seq, score in rows]
-        return hits
+            return {
+                field: _best_matches(conn, tables[field], expression, where, params, limit)
+                for field, expression in expressions.items()
+            }
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many memories contain each term (cached while the corpus grows < 10%),
@@ -284,6 +277,8 @@ class SQLiteStore(VectorRows):
     def representatives(self, seqs: Iterable[int], viewer_session: str) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the active memory visible to
         ``viewer_session`` that merged or summarised it (None if there is none)."""
+        # NOT INDEXED: look the hits up by seq; by the status index the planner would
+        # visit every consolidated memory.
         with self._db.read() as conn:
             rows = select_in(
                 conn,
@@ -291,7 +286,7 @@ class SQLiteStore(VectorRows):
                 "  SELECT s.seq FROM memory_links AS l JOIN memories AS s ON s.id = l.src_id"
                 "  WHERE l.dst_id = d.id AND l.kind IN ('merges', 'summarises') AND s.status = 'active'"
                 "  AND (s.scope = 'global' OR s.session_id = ?) ORDER BY s.seq DESC LIMIT 1"
-                ") FROM memories AS d WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
+                ") FROM memories AS d NOT INDEXED WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
                 list(dict.fromkeys(seqs)), (viewer_session,),
             )
         return {int(seq): None if rep is None else int(rep) for seq, rep in rows}
@@ -414,6 +409,40 @@ def _refuse_foreign_file(path: Path) -> None:
         # Anything else (a damaged page, say) is the real connection's to report.
     finally:
         probe.close()
+
+
+# How many times ``limit`` matches a text search ranks before applying filters.
+_OVERFETCH = 2
+
+
+def _best_matches(
+    conn: sqlite3.Connection, table: str, expression: str, where: str, params: list[Any], limit: int
+) -> list[tuple[int, float]]:
+    """The ``limit`` best BM25 matches in ``table`` among memories passing ``where``.
+
+    Joining every match to its memory row to filter it costs as much as scoring it,
+    and filters usually reject few matches. So the best few by BM25 alone are ranked
+    first and filtered after; only when too few of them pass does the filtered query
+    run. Either way the result is exactly the best passing matches: a passing match
+    outside the first ranking scores no higher than any match inside it.
+    """
+    wide = limit * _OVERFETCH
+    ranked = conn.execute(
+        f"SELECT rowid, -bm25({table}) AS score FROM {table} WHERE {table} MATCH ? ORDER BY score DESC LIMIT ?",
+        (expression, wide),
+    ).fetchall()
+    # NOT INDEXED: look the few rows up by seq; the planner may otherwise scan a status index.
+    check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
+    passing = {row[0] for row in select_in(conn, check, [seq for seq, _ in ranked], params)}
+    hits = [(int(seq), float(score)) for seq, score in ranked if seq in passing]
+    if len(hits) >= limit or len(ranked) < wide:
+        return hits[:limit]
+    rows = conn.execute(
+        f"SELECT m.seq, -bm25({table}) AS score FROM {table} JOIN memories AS m ON m.seq = {table}.rowid "
+        f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
+        (expression, *params, limit),
+    ).fetchall()
+    return [(int(seq), float(score)) for seq, score in rows]
 
 
 def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
