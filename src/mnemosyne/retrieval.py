@@ -13,6 +13,7 @@ from .embedding import EmbedderSlot
 from .models import Memory
 from .storage.base import Filters
 from .storage.sqlite import SQLiteStore
+from .threads import background
 
 # How many candidates each signal contributes before fusion. Wide enough that a
 # memory ranked low by one signal but high by another still meets fusion.
@@ -40,6 +41,16 @@ def search(
     redirect = filters.statuses == ("active",)
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
+
+    def by_meaning() -> list[tuple[int, float]]:
+        query_vector = slot.embed([query])
+        if query_vector is None or slot.signature is None:
+            return []
+        return store.search_vectors(query_vector[0], filters, depth, slot.signature)
+
+    # Embedding the query and scanning vectors release the GIL, and so does SQLite:
+    # the two searches overlap, and recall waits for the slower one, not both.
+    dense_search = background.submit(by_meaning) if slot.ready else None
     terms = lexical.query_terms(query)
     frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
     # A context window holds WINDOW events, so a term matches about WINDOW times as
@@ -54,10 +65,7 @@ def search(
         if expression is not None
     }
     lexical_hits = store.search_text(expressions, filters, depth) if expressions else {}
-    query_vector = slot.embed([query])
-    dense_hits = []
-    if query_vector is not None and slot.signature is not None:
-        dense_hits = store.search_vectors(query_vector[0], filters, depth, slot.signature)
+    dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
     if redirect:
         hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}

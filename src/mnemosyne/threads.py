@@ -11,13 +11,15 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import InvalidInputError
 
 THREADS_ENV_VAR = "MNEMOSYNE_THREADS"
+T = TypeVar("T")
 
 
 def thread_count(threads: int | None = None) -> int:
@@ -68,3 +70,29 @@ def _controller() -> Any:
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
+
+
+class _Background:
+    """A small thread pool for work that overlaps a caller's own (recall's two searches).
+
+    Created on first use, and forgotten in a forked child, whose copy would hold
+    threads that do not exist there.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemosyne")
+            return self._pool.submit(fn)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None
+
+
+background = _Background()
