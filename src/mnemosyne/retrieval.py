@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from .core import lexical
 from .core.context import WINDOW
@@ -80,7 +81,7 @@ def search(
             created_at=row["created_at"],
             access_count=row["access_count"],
             session_id=row["session_id"],
-            source_match=1.0 if naming.intersection(lexical.tokenize(row["source"])) else 0.0,
+            source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
             length=row["length"],
         )
         for seq, row in store.ranking_facts(keys).items()
@@ -94,6 +95,12 @@ def search(
         for r in ranked
         if r.key in memories  # forgotten between the two reads
     ]
+
+
+@functools.lru_cache(maxsize=1024)
+def _source_words(source: str) -> frozenset[str]:
+    """A source's words. A store has few distinct sources and every candidate has one."""
+    return frozenset(lexical.tokenize(source))
 
 
 def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
