@@ -28,6 +28,7 @@ import numpy as np
 
 from mnemosyne import Mnemosyne
 from mnemosyne.embedders.base import normalise_rows
+from mnemosyne.storage.sqlite import vector_index
 
 VOCABULARY = 20_000
 STOPWORDS = 100  # the most common ranks stand for stopwords
@@ -112,7 +113,8 @@ def main() -> None:
             it = iter(queries * 2)
             retrieval = timed(lambda mem=mem, it=it: mem.recall(next(it), top_k=10), len(queries))
             mem.close()
-            label = "retrieval only (lexical + vectors, fused)"
+            scan = "exact" if size <= vector_index.EXACT_UP_TO else "sign-bit shortlist, then exact"
+            label = f"retrieval only (lexical + vectors [{scan}], fused)"
             rows.append((f"{size:,}", label, retrieval, lexical_rate, vector_rate))
 
         local = _local_model()
