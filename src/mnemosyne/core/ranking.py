@@ -91,13 +91,15 @@ def fuse(
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
     # evidence the whole episode holds, and (below) the episode's best score.
     lexical_evidence = {key: p.get("content", 0.0) + p.get("context", 0.0) for key, p in parts.items()}
-    episode_evidence = _per_episode(candidates, lexical_evidence, weights.episode_gap_s, sum)
+    episodes = _episodes(candidates, weights.episode_gap_s)
+    episode_evidence = _per_episode(episodes, lexical_evidence, sum)
     most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
     for key, p in parts.items():
         p["episode_match"] = episode_evidence[key] / most_evidence
-    relevance = {key: _relevance(p, candidates[key].length, weights) for key, p in parts.items()}
+    fixed = {field: getattr(weights, field) for field in signals.keys() - _BY_LENGTH | {"episode_match"}}
+    relevance = {key: _relevance(p, candidates[key].length, weights, fixed) for key, p in parts.items()}
     best_overall = max(relevance.values(), default=0.0)
-    episode_best = _per_episode(candidates, relevance, weights.episode_gap_s, max)
+    episode_best = _per_episode(episodes, relevance, max)
     ranked = []
     for key, candidate in candidates.items():
         if relevance[key] <= 0 or key in meaning_only:
@@ -118,25 +120,29 @@ def fuse(
     return ranked
 
 
-def _relevance(parts: Mapping[str, float], length: int, weights: Weights) -> float:
-    """Weighted sum of the signals, content and context weights set by length."""
+# Fields whose weight moves with the memory's length (see ``Weights``).
+_BY_LENGTH = frozenset({"content", "context"})
+
+
+def _relevance(parts: Mapping[str, float], length: int, weights: Weights, fixed: Mapping[str, float]) -> float:
+    """Weighted sum of the signals: ``fixed`` weights, and content and context
+    weights set by length."""
     span = max(1, weights.long_chars - weights.short_chars)
     longness = min(1.0, max(0.0, (length - weights.short_chars) / span))
-    own = {
-        "content": weights.content + longness * (weights.long_content - weights.content),
-        "context": weights.context + longness * (weights.long_context - weights.context),
-    }
-    return sum(own.get(field, getattr(weights, field)) * value for field, value in parts.items())
+    total = 0.0
+    for field, value in parts.items():
+        if field == "content":
+            total += (weights.content + longness * (weights.long_content - weights.content)) * value
+        elif field == "context":
+            total += (weights.context + longness * (weights.long_context - weights.context)) * value
+        else:
+            total += fixed[field] * value
+    return total
 
 
-def _per_episode(
-    candidates: Mapping[int, Candidate],
-    values: Mapping[int, float],
-    gap: float,
-    combine: Callable[[Iterable[float]], float],
-) -> dict[int, float]:
-    """For each candidate, ``combine`` of ``values`` over the candidates of its episode
-    (same session, no time gap larger than ``gap`` between consecutive ones)."""
+def _episodes(candidates: Mapping[int, Candidate], gap: float) -> list[list[int]]:
+    """Candidates grouped by episode: same session, no time gap larger than ``gap``
+    between consecutive ones."""
     by_session: dict[str, list[int]] = {}
     for key, candidate in candidates.items():
         by_session.setdefault(candidate.session_id, []).append(key)
@@ -148,6 +154,13 @@ def _per_episode(
             if candidates[key].created_at - candidates[previous].created_at > gap:
                 episodes.append([])
             episodes[-1].append(key)
+    return episodes
+
+
+def _per_episode(
+    episodes: list[list[int]], values: Mapping[int, float], combine: Callable[[Iterable[float]], float]
+) -> dict[int, float]:
+    """For each candidate, ``combine`` of ``values`` over the candidates of its episode."""
     result: dict[int, float] = {}
     for episode in episodes:
         total = combine(values[k] for k in episode)
