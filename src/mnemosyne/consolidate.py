@@ -38,7 +38,6 @@ from .core.timeutil import from_timestamp
 from .errors import InvalidInputError, LeaseHeldError
 from .models import SleepReport
 from .storage.sqlite.consolidation import ConflictError, SleepStore
-from .threads import limited_blas
 
 log = logging.getLogger("mnemosyne.sleep")
 
@@ -65,12 +64,11 @@ def run_sleep(
         for attempt in range(_ATTEMPTS):
             snapshot = sleeper.snapshot()
             vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
-            with limited_blas():  # the planner compares vectors block by block
-                plan = plan_consolidation(
-                    snapshot.records, started if now is None else now, policy, vectors=vecs,
-                    summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
-                    episode_labels=snapshot.labels,
-                )
+            plan = plan_consolidation(
+                snapshot.records, started if now is None else now, policy, vectors=vecs,
+                summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
+                episode_labels=snapshot.labels,
+            )
             counts = _counts(plan)
             run_id = new_id()
             if dry_run:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from . import background
 from .core import lexical
 from .core.context import WINDOW
 from .core.ranking import Candidate, Weights, fuse
@@ -14,7 +15,6 @@ from .embedding import EmbedderSlot
 from .models import Memory
 from .storage.base import Filters
 from .storage.sqlite import SQLiteStore
-from .threads import background
 
 # How many candidates each signal contributes before fusion. Wide enough that a
 # memory ranked low by one signal but high by another still meets fusion.

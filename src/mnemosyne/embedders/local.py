@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import EmbedderError, InvalidInputError, MissingDependencyError
-from ..threads import thread_count
 from .base import normalise_rows
 
 if TYPE_CHECKING:
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
 # The package this module lives in, where the model folder sits beside it.
 _PACKAGE = __name__.rpartition(".")[0]
 MODEL_FOLDER = "all-MiniLM-L6-v2"
+THREADS_ENV_VAR = "MNEMOSYNE_THREADS"
 # The original model's max_seq_length: sentence-transformers truncates there, and so
 # must we, or long texts would get vectors the model was never trained to produce.
 MAX_TOKENS = 256
@@ -82,7 +82,7 @@ class LocalEmbedder:
             resources.files(_PACKAGE) / "models" / MODEL_FOLDER if model_dir is None else Path(model_dir)
         )
         self._batch_size = batch_size
-        self._threads = thread_count(threads)
+        self._threads = _thread_count(threads)
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
         self._load_lock = threading.Lock()
@@ -213,3 +213,17 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     counts: np.ndarray = np.clip(weights.sum(axis=1, keepdims=True), 1e-9, None)
     pooled: np.ndarray = summed / counts
     return pooled
+
+
+def _thread_count(threads: int | None) -> int:
+    """The argument, else ``MNEMOSYNE_THREADS``, else 1."""
+    if threads is not None:
+        if threads < 1:
+            raise InvalidInputError(f"threads must be at least 1, got {threads}")
+        return threads
+    raw = os.environ.get(THREADS_ENV_VAR, "").strip()
+    if not raw:
+        return 1
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+        raise InvalidInputError(f"{THREADS_ENV_VAR} must be a positive whole number, got {raw!r}")
+    return int(raw)

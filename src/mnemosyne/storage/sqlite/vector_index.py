@@ -22,7 +22,6 @@ import threading
 
 import numpy as np
 
-from ...threads import limited_blas
 from ..base import Filters
 
 STATUS_CODES = {"active": 0, "consolidated": 1, "superseded": 2, "expired": 3}
@@ -44,6 +43,14 @@ def encode_vector(vector: np.ndarray) -> bytes:
 def decode_vectors(blobs: list[bytes], dimension: int) -> np.ndarray:
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), dimension)
     return matrix.astype(np.float32)
+
+
+def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Row-by-vector products in the calling thread. Not ``@``: that goes to BLAS,
+    whose default thread pool collapses on shared machines (measured on 2 busy
+    cores: 7.8 ms for 2,000 x 384, against 0.2 ms here), and limiting it would
+    change the whole application's setting."""
+    return np.einsum("ij,j->i", matrix, vector)
 
 
 def sign_codes(vectors: np.ndarray) -> np.ndarray:
@@ -111,8 +118,7 @@ class VectorIndex:
             if not n:
                 return []
             mask = self._mask(filters, n)
-            with limited_blas():
-                rows, scores = self._score(query, mask, n, limit)
+            rows, scores = self._score(query, mask, n, limit)
             seqs = self._seqs[rows]
         if len(rows) > limit:
             top = np.argpartition(-scores, limit)[:limit]
@@ -127,9 +133,9 @@ class VectorIndex:
             # Scoring every row and masking is faster than gathering the allowed
             # rows first: the product streams the matrix once, a gather copies it.
             rows = np.flatnonzero(mask)
-            return rows, (self._matrix[:n] @ query)[rows]
+            return rows, _dot(self._matrix[:n], query)[rows]
         rows = self._shortlist(query, mask, n, max(SHORTLIST_MIN, SHORTLIST_PER_RESULT * limit))
-        return rows, self._matrix[rows] @ query
+        return rows, _dot(self._matrix[rows], query)
 
     def _shortlist(self, query: np.ndarray, mask: np.ndarray, n: int, size: int) -> np.ndarray:
         """Rows of the ``size`` allowed vectors nearest ``query`` by sign bits, in row order."""
