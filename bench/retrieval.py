@@ -18,6 +18,8 @@ abstention questions excluded. No LLM anywhere.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import sqlite3
 import sys
 import tempfile
@@ -45,22 +47,55 @@ Retriever = Callable[[str, int], list[str]]  # (query, k) -> ranked keys
 
 
 class CachedEmbedder:
-    """The local model with a text → vector cache, so every retriever embeds each text once."""
+    """The local model with a text → vector cache, so every retriever embeds each text once.
 
-    def __init__(self) -> None:
+    With ``path`` the cache also lives on disk (an ``.npz`` of text digests and vectors),
+    so a later run embeds only texts it has not seen: LongMemEval-S's ~49k turns take
+    about half an hour to embed on one thread, a cached run a minute or two.
+    """
+
+    # Unsaved vectors that trigger a save, so an interrupted run keeps most of its work.
+    SAVE_EVERY = 5_000
+
+    def __init__(self, path: str | None = None) -> None:
         from mnemosyne.embedders.local import LocalEmbedder
 
         self._model = LocalEmbedder()
         self.name, self.model, self.dimension = self._model.name, self._model.model, self._model.dimension
-        self._cache: dict[str, np.ndarray] = {}
+        self._cache: dict[bytes, np.ndarray] = {}
+        self._path = Path(path) if path else None
+        self._unsaved = 0
+        if self._path is not None and self._path.exists():
+            with np.load(self._path) as stored:
+                self._cache.update(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+
+    def _key(self, text: str) -> bytes:
+        # The model id is part of the key: a cache made by another model never matches.
+        return hashlib.sha1(f"{self.model}\0{text}".encode()).digest()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        keys = [self._key(t) for t in texts]
+        missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in self._cache))
         if missing:
-            self._cache.update(zip(missing, self._model.embed(missing), strict=True))
+            vectors = self._model.embed([t for _, t in missing])
+            self._cache.update(zip((k for k, _ in missing), vectors, strict=True))
+            self._unsaved += len(missing)
+            if self._unsaved >= self.SAVE_EVERY:
+                self.save()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        return np.stack([self._cache[k] for k in keys])
+
+    def save(self) -> None:
+        """Write the cache to its file (atomically), if it has one and anything is new."""
+        if self._path is None or not self._unsaved:
+            return
+        partial = self._path.with_name(self._path.name + ".partial.npz")
+        keys = np.array(list(self._cache), dtype="S20")
+        vectors = np.stack(list(self._cache.values())).astype(np.float32)
+        np.savez(partial, keys=keys, vectors=vectors)
+        os.replace(partial, self._path)
+        self._unsaved = 0
 
 
 def bm25_retriever(keys: Sequence[str], texts: Sequence[str]) -> Retriever:
@@ -177,8 +212,10 @@ def main() -> None:
     parser.add_argument("--longmemeval", help="path to longmemeval_s_dev100.json")
     parser.add_argument("--lme-limit", type=int, help="only the first N LongMemEval questions")
     parser.add_argument("--lexical-only", action="store_true", help="no embedding model (bm25 + mnemosyne)")
+    parser.add_argument("--embedding-cache", metavar="FILE",
+                        help="keep embeddings in this .npz file across runs (created if missing)")
     args = parser.parse_args()
-    embedder = None if args.lexical_only else CachedEmbedder()
+    embedder = None if args.lexical_only else CachedEmbedder(args.embedding_cache)
     with tempfile.TemporaryDirectory() as tmp:
         if args.locomo:
             start = time.perf_counter()
@@ -188,12 +225,16 @@ def main() -> None:
                         ["R@5 overall", "R@10 overall", "MRR@10 overall"])
             print_table("LoCoMo R@10 per category", scores,
                         [f"R@10 {c}" for c in categories] + ["R@10 adversarial"])
+            if embedder is not None:
+                embedder.save()
         if args.longmemeval:
             start = time.perf_counter()
             scores = longmemeval(args.longmemeval, embedder, Path(tmp), args.lme_limit)
             count = len(next(iter(scores.values()))["session recall_all@5"])
             print_table(f"LongMemEval-S, {count} questions ({time.perf_counter() - start:.0f} s)", scores,
                         ["turn recall_all@10", "session recall_all@5"])
+            if embedder is not None:
+                embedder.save()
 
 
 if __name__ == "__main__":
