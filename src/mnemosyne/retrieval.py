@@ -55,17 +55,18 @@ def search(
     terms = lexical.query_terms(query)
     frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
     # A context window holds WINDOW events, so a term matches about WINDOW times as
-    # many windows as memories: the same postings budget keeps fewer terms there.
+    # many windows as memories: under the same postings budget fewer terms find
+    # candidates there.
     in_windows = {term: count * WINDOW for term, count in frequencies.items()}
-    expressions = {
-        field: expression
-        for field, expression in (
-            ("content", lexical.fts_expression(lexical.discriminating_terms(terms, frequencies, total))),
-            ("context", lexical.fts_expression(lexical.discriminating_terms(terms, in_windows, total))),
+    queries = {
+        field: field_queries
+        for field, field_queries in (
+            ("content", lexical.fts_queries(terms, frequencies, total)),
+            ("context", lexical.fts_queries(terms, in_windows, total)),
         )
-        if expression is not None
+        if field_queries
     }
-    lexical_hits = store.search_text(expressions, filters, depth) if expressions else {}
+    lexical_hits = store.search_text(queries, filters, depth) if queries else {}
     dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
     if redirect:

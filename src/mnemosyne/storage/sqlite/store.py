@@ -222,21 +222,26 @@ class SQLiteStore(VectorRows):
         return None if row is None else row_to_memory(row)
 
     def search_text(
-        self, expressions: Mapping[str, str], filters: Filters, limit: int
+        self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int
     ) -> dict[str, list[tuple[int, float]]]:
         """BM25 hits per indexed field: ``{"content": [(seq, score)...], "context": [...]}``.
 
-        ``expressions`` maps a field ("content", "context") to a safe FTS5 query (see
-        ``core.lexical``). Each field is its own FTS table, so each has its own length
-        normalisation; filters apply before the limit. Higher scores are better.
+        ``queries`` maps a field ("content", "context") to safe FTS5 queries (see
+        ``core.lexical.fts_queries``); a memory's score in a field is its best over
+        that field's queries. Each field is its own FTS table, so each has its own
+        length normalisation; filters apply before the limit. Higher is better.
         """
         where, params = filter_sql(filters, alias="m")
         tables = {"content": "memories_fts", "context": "memories_context_fts"}
+        hits: dict[str, list[tuple[int, float]]] = {}
         with self._db.read() as conn:
-            return {
-                field: _best_matches(conn, tables[field], expression, where, params, limit)
-                for field, expression in expressions.items()
-            }
+            for field, field_queries in queries.items():
+                best: dict[int, float] = {}
+                for query in field_queries:
+                    for seq, score in _best_matches(conn, tables[field], query, where, params, limit):
+                        best[seq] = max(score, best.get(seq, score))
+                hits[field] = sorted(best.items(), key=lambda hit: -hit[1])[:limit]
+        return hits
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many memories contain each term (cached while the corpus grows < 10%),
