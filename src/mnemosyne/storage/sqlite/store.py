@@ -230,18 +230,34 @@ class SQLiteStore(VectorRows):
         ``core.lexical.fts_queries``); a memory's score in a field is its best over
         that field's queries. Each field is its own FTS table, so each has its own
         length normalisation; filters apply before the limit. Higher is better.
+
+        Joining every match to its memory row to filter it costs as much as scoring
+        it, and filters usually reject few matches. So each query ranks its best
+        ``2 * limit`` matches by BM25 alone, one lookup filters all of them, and only
+        a query left with too few passing matches runs again with the filters
+        joined in. Either way a query yields exactly its best passing matches: a
+        passing match outside its first ranking scores no higher than any inside.
         """
         where, params = filter_sql(filters, alias="m")
-        tables = {"content": "memories_fts", "context": "memories_context_fts"}
-        hits: dict[str, list[tuple[int, float]]] = {}
+        wide = limit * _OVERFETCH
+        best: dict[str, dict[int, float]] = {field: {} for field in queries}
         with self._db.read() as conn:
-            for field, field_queries in queries.items():
-                best: dict[int, float] = {}
-                for query in field_queries:
-                    for seq, score in _best_matches(conn, tables[field], query, where, params, limit):
-                        best[seq] = max(score, best.get(seq, score))
-                hits[field] = sorted(best.items(), key=lambda hit: -hit[1])[:limit]
-        return hits
+            ranked = {
+                (field, query): _ranked(conn, _FTS_TABLES[field], query, wide)
+                for field, field_queries in queries.items()
+                for query in field_queries
+            }
+            # NOT INDEXED: look the rows up by seq; the planner may otherwise scan a status index.
+            check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
+            seen = list({seq for rows in ranked.values() for seq, _ in rows})
+            passing = {row[0] for row in select_in(conn, check, seen, params)}
+            for (field, query), rows in ranked.items():
+                hits = [(seq, score) for seq, score in rows if seq in passing]
+                if len(hits) < limit and len(rows) == wide:
+                    hits = _ranked(conn, _FTS_TABLES[field], query, limit, where, params)
+                for seq, score in hits:
+                    best[field][seq] = max(score, best[field].get(seq, score))
+        return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many memories contain each term (cached while the corpus grows < 10%),
@@ -418,35 +434,22 @@ def _refuse_foreign_file(path: Path) -> None:
 
 # How many times ``limit`` matches a text search ranks before applying filters.
 _OVERFETCH = 2
+_FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
 
 
-def _best_matches(
-    conn: sqlite3.Connection, table: str, expression: str, where: str, params: list[Any], limit: int
+def _ranked(
+    conn: sqlite3.Connection, table: str, query: str, limit: int, where: str = "", params: Sequence[Any] = ()
 ) -> list[tuple[int, float]]:
-    """The ``limit`` best BM25 matches in ``table`` among memories passing ``where``.
-
-    Joining every match to its memory row to filter it costs as much as scoring it,
-    and filters usually reject few matches. So the best few by BM25 alone are ranked
-    first and filtered after; only when too few of them pass does the filtered query
-    run. Either way the result is exactly the best passing matches: a passing match
-    outside the first ranking scores no higher than any match inside it.
-    """
-    wide = limit * _OVERFETCH
-    ranked = conn.execute(
-        f"SELECT rowid, -bm25({table}) AS score FROM {table} WHERE {table} MATCH ? ORDER BY score DESC LIMIT ?",
-        (expression, wide),
-    ).fetchall()
-    # NOT INDEXED: look the few rows up by seq; the planner may otherwise scan a status index.
-    check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
-    passing = {row[0] for row in select_in(conn, check, [seq for seq, _ in ranked], params)}
-    hits = [(int(seq), float(score)) for seq, score in ranked if seq in passing]
-    if len(hits) >= limit or len(ranked) < wide:
-        return hits[:limit]
-    rows = conn.execute(
-        f"SELECT m.seq, -bm25({table}) AS score FROM {table} JOIN memories AS m ON m.seq = {table}.rowid "
-        f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
-        (expression, *params, limit),
-    ).fetchall()
+    """The ``limit`` best BM25 matches of ``query`` in ``table`` (among the memories
+    passing ``where``, if given), best first."""
+    if not where:
+        sql = f"SELECT rowid, -bm25({table}) AS score FROM {table} WHERE {table} MATCH ? ORDER BY score DESC LIMIT ?"
+    else:
+        sql = (
+            f"SELECT m.seq, -bm25({table}) AS score FROM {table} JOIN memories AS m ON m.seq = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
+        )
+    rows = conn.execute(sql, (query, *params, limit)).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]
 
 
