@@ -17,7 +17,9 @@ from .storage.base import Filters
 from .storage.sqlite import SQLiteStore
 
 # How many candidates each signal contributes before fusion. Wide enough that a
-# memory ranked low by one signal but high by another still meets fusion.
+# memory ranked low by one signal but high by another still meets fusion. 100
+# measured LoCoMo R@10 +0.008 and, in a 46k-turn memory, recall@10 +0.017, but
+# cost 4 ms more per recall at 100k memories (fusion and lookups grow with it).
 MIN_CANDIDATES = 50
 DEFAULT_WEIGHTS = Weights()
 
