@@ -5,10 +5,10 @@ numpy matrix, with the columns filters need, so filters are a boolean mask appli
 before top-k, with no per-query SQL.
 
 Up to ``EXACT_UP_TO`` vectors a search scores every allowed vector exactly. Past
-that, streaming the float matrix dominates recall (about 10 ms at 100k vectors,
-bound by memory bandwidth), so a search first shortlists by sign bits (one bit per
-dimension, 32 times less to read: Hamming distance tracks the angle between
-vectors) and then scores the shortlist exactly.
+that, streaming the float matrix would dominate recall (15-20 ms at 100k vectors
+on one core), so a search first shortlists by sign bits (one bit per dimension,
+32 times less to read: Hamming distance tracks the angle between vectors) and
+then scores the shortlist exactly.
 
 Staying current across processes: appends are picked up by ``seq``; anything else
 (deletes, changed filter columns, late vectors) bumps ``meta.index_epoch`` through
@@ -61,7 +61,8 @@ def sign_codes(vectors: np.ndarray) -> np.ndarray:
 
 
 class VectorIndex:
-    """Exact cosine search over one database's vectors, kept in sync lazily."""
+    """Cosine search over one database's vectors (exact up to ``EXACT_UP_TO``), kept
+    in sync lazily."""
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
