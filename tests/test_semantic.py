@@ -109,11 +109,31 @@ def test_explain_returns_every_component(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
         mem.remember("the kestrel project ships on friday", importance=0.9, created_at=NOW)
         hit = mem.recall("kestrel ships", now=NOW, explain=True)[0]
-        assert {"content", "context", "dense", "source", "episode_match", "relevance", "episode",
+        assert {"content", "context", "dense", "dense_window", "source", "episode_match", "relevance", "episode",
                 "importance", "recency", "time_match", "access", "score"} <= set(hit.explanation)
         assert hit.explanation["score"] == pytest.approx(hit.score)
         assert hit.explanation["importance"] > 1  # important memories are lifted
         assert mem.recall("kestrel ships")[0].explanation is None
+
+
+def test_a_reply_is_found_by_what_its_neighbours_mean(tmp_path: Path):
+    """Two identical replies; the one whose neighbours are about the query scores
+    higher by meaning, as it does by words."""
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
+        for offset, (before, reply, after) in enumerate([
+            ("the kestrel rollout is planned", "it ships on friday", "the kestrel canary looks healthy"),
+            ("the lunch menu is posted", "it ships on friday", "the parking lot is closed"),
+        ]):
+            start = NOW - timedelta(days=offset)
+            mem.remember(before, created_at=start)
+            mem.remember(reply, created_at=start + timedelta(minutes=1), allow_duplicate=True)
+            mem.remember(after, created_at=start + timedelta(minutes=2))
+        replies = [m for m in mem.recall("kestrel rollout ships", top_k=6, now=NOW, explain=True)
+                   if m.content == "it ships on friday"]
+        assert [m.created_at for m in replies] == [NOW + timedelta(minutes=1), NOW - timedelta(days=1, minutes=-1)]
+        kestrel, lunch = (m.explanation for m in replies)
+        assert kestrel["dense"] == pytest.approx(lunch["dense"])
+        assert kestrel["dense_window"] > lunch["dense_window"]
 
 
 def test_a_time_named_in_the_query_favours_memories_from_then(tmp_path: Path):

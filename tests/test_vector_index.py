@@ -93,3 +93,71 @@ def test_a_shortlist_keeps_most_of_the_exact_top_k(corpus: Path, shortlisting):
     shortlisting(40)
     kept = [len(e & {seq for seq, _ in index.search(q, filters, 5)}) for e, q in zip(exact, queries(20), strict=True)]
     assert sum(kept) >= 0.7 * 5 * len(kept)
+
+
+def window_index(tmp_path: Path, events: list[tuple[str, str, str, int]]) -> tuple[VectorIndex, dict[str, int], Path]:
+    """An index over ``events`` of (session, scope, text, minute), written in list
+    order; returns it with each text's seq."""
+    db = tmp_path / "w.db"
+    for session, scope, text, minute in events:
+        with Mnemosyne(session_id=session, db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
+            mem.remember(text, scope=scope, created_at=1_700_000_000 + 60 * minute)
+    conn = sqlite3.connect(db)
+    seqs = {text: seq for seq, text in conn.execute("SELECT seq, content FROM memories")}
+    conn.close()
+    return loaded(db), seqs, db
+
+
+def window_cosine(query: np.ndarray, texts: list[str]) -> float:
+    mean = HashEmbedder(DIMENSION).embed(texts).astype(np.float16).astype(np.float32).sum(axis=0)
+    return float(mean @ query / np.linalg.norm(mean))
+
+
+def test_a_window_is_the_memory_and_its_nearest_neighbours_in_its_sessions_time(tmp_path: Path):
+    # Written out of order and interleaved with another session: neighbours follow
+    # each session's clock, not the order of writes.
+    index, seqs, _ = window_index(tmp_path, [
+        ("a", "session", "redfox owl", 3), ("b", "session", "bluefox eel", 2), ("a", "session", "greenelk", 1),
+        ("a", "session", "goldyak bee", 2), ("b", "session", "greyant", 1), ("a", "session", "redcod", 4),
+    ])
+    query = queries(1)[0]
+    got = dict(index.window_similarities(query, seqs.values()))
+    assert got[seqs["goldyak bee"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee", "redfox owl"]),
+                                                     abs=1e-5)
+    assert got[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee"]), abs=1e-5)
+    assert got[seqs["redcod"]] == pytest.approx(window_cosine(query, ["redfox owl", "redcod"]), abs=1e-5)
+    assert got[seqs["bluefox eel"]] == pytest.approx(window_cosine(query, ["greyant", "bluefox eel"]), abs=1e-5)
+
+
+def test_a_global_memorys_window_holds_only_global_neighbours(tmp_path: Path):
+    index, seqs, _ = window_index(tmp_path, [
+        ("a", "global", "redfox", 1), ("a", "session", "private bluefox", 2), ("a", "global", "greenelk", 3),
+    ])
+    query = queries(1)[0]
+    got = dict(index.window_similarities(query, seqs.values()))
+    assert got[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "greenelk"]), abs=1e-5)
+    # A session memory sees every neighbour of its own session.
+    assert got[seqs["private bluefox"]] == pytest.approx(
+        window_cosine(query, ["redfox", "private bluefox", "greenelk"]), abs=1e-5)
+
+
+def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path: Path):
+    index, seqs, db = window_index(tmp_path, [("a", "session", "redfox", 1), ("a", "session", "greenelk", 3)])
+    query = queries(1)[0]
+    before = dict(index.window_similarities(query, [seqs["redfox"]]))
+    with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
+        mem.remember("goldyak", created_at=1_700_000_000 + 60 * 2)
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    index.sync(conn)
+    after = dict(index.window_similarities(query, [seqs["redfox"], 10_000]))
+    assert set(after) == {seqs["redfox"]}  # seq 10,000 has no vector (it does not exist)
+    assert after[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "goldyak"]), abs=1e-5)
+    assert after[seqs["redfox"]] != pytest.approx(before[seqs["redfox"]], abs=1e-5)
+    # Summaries and facts stand alone: their window is themselves.
+    conn.execute("UPDATE memories SET kind = 'fact' WHERE seq = ?", (seqs["greenelk"],))
+    conn.commit()
+    index.sync(conn)
+    conn.close()
+    fact = dict(index.window_similarities(query, [seqs["greenelk"]]))
+    assert fact[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk"]), abs=1e-5)

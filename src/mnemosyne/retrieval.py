@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import numpy as np
+
 from . import background
 from .core import lexical
 from .core.context import WINDOW
@@ -45,11 +47,11 @@ def search(
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
 
-    def by_meaning() -> list[tuple[int, float]]:
+    def by_meaning() -> tuple[np.ndarray | None, list[tuple[int, float]]]:
         query_vector = slot.embed([query])
         if query_vector is None or slot.signature is None:
-            return []
-        return store.search_vectors(query_vector[0], filters, depth, slot.signature)
+            return None, []
+        return query_vector[0], store.search_vectors(query_vector[0], filters, depth, slot.signature)
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
@@ -69,7 +71,7 @@ def search(
         if field_queries
     }
     lexical_hits = store.search_text(queries, filters, depth) if queries else {}
-    dense_hits = by_meaning() if dense_search is None else dense_search.result()
+    query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
     if redirect:
         hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
@@ -77,6 +79,12 @@ def search(
         lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
         dense_hits = _redirected(dense_hits, standing_for)
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+    # What a turn means often lives in its neighbours, for meaning as for words.
+    dense_window_hits = (
+        store.window_similarities(query_vector, keys, slot.signature)
+        if query_vector is not None and slot.signature is not None
+        else []
+    )
     naming = lexical.source_terms(query)
     candidates = {
         seq: Candidate(
@@ -91,7 +99,7 @@ def search(
     }
     span = time_window(query, from_timestamp(now))
     window = None if span is None else (span[0].timestamp(), span[1].timestamp())
-    ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights)[:top_k]
+    ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
     memories = store.memories_by_seq(r.key for r in ranked)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)

@@ -30,6 +30,7 @@ class Weights:
     long_chars: int = 800
     source: float = 0.5           # the query names the memory's source (a speaker, a tool)
     dense: float = 0.5            # cosine similarity of the embeddings
+    dense_window: float = 0.2     # cosine to the mean embedding of the memory and its neighbours
     dense_floor: float = 0.3      # below this cosine, meaning alone does not make a result
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
@@ -75,10 +76,16 @@ def fuse(
     now: float,
     window: tuple[float, float] | None = None,
     weights: Weights = Weights(),
+    dense_window: Sequence[tuple[int, float]] = (),
 ) -> list[Ranked]:
-    """Rank every candidate, best first. Keys missing from ``candidates`` are skipped."""
+    """Rank every candidate, best first. Keys missing from ``candidates`` are skipped.
+
+    ``dense_window`` holds each candidate's similarity to its episode window of
+    embeddings (itself and its neighbours), the semantic side of the context field.
+    """
     signals = {field: normalise(hits) for field, hits in lexical.items()}
     signals["dense"] = normalise([(key, max(score, 0.0)) for key, score in dense])
+    signals["dense_window"] = normalise([(key, max(score, 0.0)) for key, score in dense_window])
     # Nearest neighbours always exist; a memory found by meaning alone must be close.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -33,6 +34,9 @@ EXACT_UP_TO = 20_000
 # the exact top 50 and 99.9% of the top 10 (bench/shortlist.py).
 SHORTLIST_PER_RESULT = 40
 SHORTLIST_MIN = 2_000
+# Neighbours on each side in a memory's vector window (see ``window_similarities``).
+# Wider windows blur more: 1 measured at least as well as 2 on LoCoMo and LongMemEval.
+WINDOW_RADIUS = 1
 
 
 def encode_vector(vector: np.ndarray) -> bytes:
@@ -93,6 +97,10 @@ class VectorIndex:
         self._session_codes: dict[str, int] = {}
         self._source_codes: dict[str, int] = {}
         self._masks: dict[tuple, np.ndarray] = {}
+        # Each session's rows, in batches as they arrived; and, built from them when
+        # a window needs it, (session code, global only) -> its episodic timeline.
+        self._session_rows: dict[int, list[np.ndarray]] = {}
+        self._timelines: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the index up to date with the database (call before searching)."""
@@ -127,6 +135,54 @@ class VectorIndex:
             top = np.arange(len(rows))
         order = top[np.argsort(-scores[top], kind="stable")]
         return [(int(seqs[i]), float(scores[i])) for i in order]
+
+    def window_similarities(self, query: np.ndarray, seqs: Iterable[int]) -> list[tuple[int, float]]:
+        """``(seq, cosine)`` between ``query`` and each memory's episode window: the
+        mean of its vector and those of up to ``WINDOW_RADIUS`` episodic neighbours
+        on each side in its session's time order. As in the text windows, a global
+        memory's neighbours are the session's global memories only, so nothing
+        private to a session shapes what other sessions find. Memories without a
+        vector are left out; a non-episodic memory's window is itself."""
+        query = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            n = self._size
+            wanted = np.fromiter(seqs, dtype=np.int64)
+            rows = np.searchsorted(self._seqs[:n], wanted)
+            found = rows < n
+            found[found] = self._seqs[rows[found]] == wanted[found]
+            rows = rows[found]
+            windows = np.full((len(rows), 2 * WINDOW_RADIUS + 1), -1, dtype=np.int64)  # -1: no neighbour
+            windows[:, WINDOW_RADIUS] = rows
+            episodic = self._kind[rows] == KIND_CODES["episodic"]
+            keys = list(zip(self._session[rows].tolist(), self._global[rows].tolist(), strict=True))
+            for key, members in _group(keys, np.flatnonzero(episodic)).items():
+                timeline, sorted_rows, positions = self._timeline(*key)
+                at = positions[np.searchsorted(sorted_rows, rows[members])]
+                for offset in range(-WINDOW_RADIUS, WINDOW_RADIUS + 1):
+                    inside = (at + offset >= 0) & (at + offset < len(timeline))
+                    windows[members[inside], offset + WINDOW_RADIUS] = timeline[at[inside] + offset]
+            vectors = np.einsum("ijk,ij->ik", self._matrix[windows], (windows >= 0).astype(np.float32))
+            seqs_found = self._seqs[rows]
+        norms = np.linalg.norm(vectors, axis=1)
+        norms[norms == 0] = 1.0
+        scores = _dot(vectors, query) / norms
+        return [(int(seq), float(score)) for seq, score in zip(seqs_found, scores, strict=True)]
+
+    def _timeline(self, session: int, global_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A session's episodic rows in (created_at, seq) order; the same rows
+        sorted; and where each sorted row sits in the time order. Cached until the
+        session gets new rows."""
+        cached = self._timelines.get((session, global_only))
+        if cached is None:
+            rows = np.concatenate(self._session_rows[session])  # ascending rows: ascending seqs
+            keep = self._kind[rows] == KIND_CODES["episodic"]
+            if global_only:
+                keep &= self._global[rows]
+            rows = rows[keep]
+            timeline = rows[np.argsort(self._created[rows], kind="stable")]  # ties keep seq order
+            order = np.argsort(timeline)
+            cached = self._timelines[(session, global_only)] = (timeline, timeline[order], order)
+        return cached
 
     def _score(self, query: np.ndarray, mask: np.ndarray, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows worth scoring exactly, and their cosines."""
@@ -202,6 +258,12 @@ class VectorIndex:
         self._valid_until[start:end] = [np.inf if r["valid_until"] is None else r["valid_until"] for r in rows]
         self._size = end
         self._masks.clear()
+        by_session = np.argsort(self._session[start:end], kind="stable")
+        sessions, firsts = np.unique(self._session[start:end][by_session], return_index=True)
+        for session, added in zip(sessions.tolist(), np.split(start + by_session, firsts[1:]), strict=True):
+            self._session_rows.setdefault(session, []).append(added)
+            self._timelines.pop((session, False), None)
+            self._timelines.pop((session, True), None)
         self._max_seq = int(self._seqs[end - 1])
 
     def _grow(self, capacity: int) -> None:
@@ -218,3 +280,11 @@ class VectorIndex:
         codes = np.zeros((len(self._codes), capacity), dtype=np.uint64)
         codes[:, : self._size] = self._codes[:, : self._size]
         self._codes = codes
+
+
+def _group(keys: list[tuple[int, bool]], positions: np.ndarray) -> dict[tuple[int, bool], np.ndarray]:
+    """``positions`` grouped by ``keys[position]``."""
+    groups: dict[tuple[int, bool], list[int]] = {}
+    for position in positions.tolist():
+        groups.setdefault(keys[position], []).append(position)
+    return {key: np.array(members, dtype=np.int64) for key, members in groups.items()}
