@@ -42,20 +42,24 @@ def main() -> None:
 
     questions = [q for q in load_longmemeval(args.longmemeval) if not q.question_id.endswith("_abs")]
     sessions = {s.session_id: s for q in questions for s in q.sessions}
-    items = sorted(
-        ({"content": f"{turn.role}: {turn.content}", "source": turn.role, "created_at": turn.created_at,
-          "metadata": {"key": f"{session.session_id}#{turn.index}"}, "scope": "global"}
-         for session in sessions.values() for turn in session.turns),
-        key=lambda item: item["created_at"],
-    )
+    turns = sum(len(session.turns) for session in sessions.values())
     embedder = CachedEmbedder(args.embedding_cache) if args.embedding_cache else None
     with tempfile.TemporaryDirectory() as tmp:
-        mem = Mnemosyne(session_id="bench", db_path=Path(tmp) / "pooled.db", embedder=embedder or "none")
-        for start in range(0, len(items), 5_000):
-            mem.remember_many(items[start : start + 5_000])
+        db = Path(tmp) / "pooled.db"
+        # Each haystack session is its own agent session, its turns shared (global),
+        # as in retrieval.py. Written as one session they would interleave: sessions
+        # of different questions share timestamps, and episode windows would mix them.
+        for session in sorted((s for s in sessions.values() if s.turns), key=lambda s: s.turns[0].created_at):
+            with Mnemosyne(session_id=session.session_id, db_path=db, embedder=embedder or "none") as writer:
+                writer.remember_many(
+                    {"content": f"{turn.role}: {turn.content}", "source": turn.role, "created_at": turn.created_at,
+                     "metadata": {"key": f"{session.session_id}#{turn.index}"}, "scope": "global"}
+                    for turn in session.turns
+                )
+        mem = Mnemosyne(session_id="bench", db_path=db, embedder=embedder or "none")
         if embedder is not None:
             embedder.save()
-        print(f"{len(items):,} turns from {len(sessions):,} sessions, {len(questions)} questions, "
+        print(f"{turns:,} turns from {len(sessions):,} sessions, {len(questions)} questions, "
               f"{'lexical + local model' if embedder else 'lexical only'}\n")
         print("| postings budget | turn recall@10 | turn recall_all@10 | CPU per recall, p50 | p95 |")
         print("|---|---|---|---|---|")

@@ -95,6 +95,9 @@ def test_a_shortlist_keeps_most_of_the_exact_top_k(corpus: Path, shortlisting):
     assert sum(kept) >= 0.7 * 5 * len(kept)
 
 
+GAP = 3600.0  # seconds between events of one episode
+
+
 def window_index(tmp_path: Path, events: list[tuple[str, str, str, int]]) -> tuple[VectorIndex, dict[str, int], Path]:
     """An index over ``events`` of (session, scope, text, minute), written in list
     order; returns it with each text's seq."""
@@ -121,7 +124,7 @@ def test_a_window_is_the_memory_and_its_nearest_neighbours_in_its_sessions_time(
         ("a", "session", "goldyak bee", 2), ("b", "session", "greyant", 1), ("a", "session", "redcod", 4),
     ])
     query = queries(1)[0]
-    got = dict(index.window_similarities(query, seqs.values()))
+    got = dict(index.window_similarities(query, seqs.values(), GAP))
     assert got[seqs["goldyak bee"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee", "redfox owl"]),
                                                      abs=1e-5)
     assert got[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee"]), abs=1e-5)
@@ -134,7 +137,7 @@ def test_a_global_memorys_window_holds_only_global_neighbours(tmp_path: Path):
         ("a", "global", "redfox", 1), ("a", "session", "private bluefox", 2), ("a", "global", "greenelk", 3),
     ])
     query = queries(1)[0]
-    got = dict(index.window_similarities(query, seqs.values()))
+    got = dict(index.window_similarities(query, seqs.values(), GAP))
     assert got[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "greenelk"]), abs=1e-5)
     # A session memory sees every neighbour of its own session.
     assert got[seqs["private bluefox"]] == pytest.approx(
@@ -144,13 +147,13 @@ def test_a_global_memorys_window_holds_only_global_neighbours(tmp_path: Path):
 def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path: Path):
     index, seqs, db = window_index(tmp_path, [("a", "session", "redfox", 1), ("a", "session", "greenelk", 3)])
     query = queries(1)[0]
-    before = dict(index.window_similarities(query, [seqs["redfox"]]))
+    before = dict(index.window_similarities(query, [seqs["redfox"]], GAP))
     with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
         mem.remember("goldyak", created_at=1_700_000_000 + 60 * 2)
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     index.sync(conn)
-    after = dict(index.window_similarities(query, [seqs["redfox"], 10_000]))
+    after = dict(index.window_similarities(query, [seqs["redfox"], 10_000], GAP))
     assert set(after) == {seqs["redfox"]}  # seq 10,000 has no vector (it does not exist)
     assert after[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "goldyak"]), abs=1e-5)
     assert after[seqs["redfox"]] != pytest.approx(before[seqs["redfox"]], abs=1e-5)
@@ -159,5 +162,16 @@ def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path
     conn.commit()
     index.sync(conn)
     conn.close()
-    fact = dict(index.window_similarities(query, [seqs["greenelk"]]))
+    fact = dict(index.window_similarities(query, [seqs["greenelk"]], GAP))
     assert fact[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk"]), abs=1e-5)
+
+
+def test_a_window_stops_at_a_pause(tmp_path: Path):
+    # 61 minutes of silence: the next event starts another episode.
+    index, seqs, _ = window_index(tmp_path, [
+        ("a", "session", "redfox", 0), ("a", "session", "greenelk", 1), ("a", "session", "goldyak", 62),
+    ])
+    query = queries(1)[0]
+    got = dict(index.window_similarities(query, seqs.values(), GAP))
+    assert got[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["redfox", "greenelk"]), abs=1e-5)
+    assert got[seqs["goldyak"]] == pytest.approx(window_cosine(query, ["goldyak"]), abs=1e-5)

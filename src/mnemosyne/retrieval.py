@@ -19,9 +19,10 @@ from .storage.base import Filters
 from .storage.sqlite import SQLiteStore
 
 # How many candidates each signal contributes before fusion. Wide enough that a
-# memory ranked low by one signal but high by another still meets fusion. 100
-# measured LoCoMo R@10 +0.008 and, in a 46k-turn memory, recall@10 +0.017, but
-# cost 4 ms more per recall at 100k memories (fusion and lookups grow with it).
+# memory ranked low by one signal but high by another still meets fusion. Deeper
+# lists found no more (LoCoMo R@10 0.785 at 75 and 0.789 at 100, against 0.792)
+# and cost about 4 ms more per recall at 100k memories: fusion and lookups grow
+# with them.
 MIN_CANDIDATES = 50
 DEFAULT_WEIGHTS = Weights()
 
@@ -81,7 +82,7 @@ def search(
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
     # What a turn means often lives in its neighbours, for meaning as for words.
     dense_window_hits = (
-        store.window_similarities(query_vector, keys, slot.signature)
+        store.window_similarities(query_vector, keys, weights.episode_gap_s, slot.signature)
         if query_vector is not None and slot.signature is not None
         else []
     )

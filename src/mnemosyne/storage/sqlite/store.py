@@ -290,12 +290,12 @@ class SQLiteStore(VectorRows):
         return [] if index is None else index.search(query, filters, limit)
 
     def window_similarities(
-        self, query: np.ndarray, seqs: Iterable[int], embedder: dict[str, Any]
+        self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float, embedder: dict[str, Any]
     ) -> list[tuple[int, float]]:
         """``(seq, similarity)`` of ``query`` to each memory's episode window of
         vectors (see ``VectorIndex.window_similarities``); empty on a model mismatch."""
         index = self._synced_index(len(query), embedder)
-        return [] if index is None else index.window_similarities(query, seqs)
+        return [] if index is None else index.window_similarities(query, seqs, max_gap_s)
 
     def _synced_index(self, dimension: int, embedder: dict[str, Any]) -> VectorIndex | None:
         """The vector index, brought up to date; None if ``embedder`` did not make

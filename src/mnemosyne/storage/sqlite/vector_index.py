@@ -136,10 +136,13 @@ class VectorIndex:
         order = top[np.argsort(-scores[top], kind="stable")]
         return [(int(seqs[i]), float(scores[i])) for i in order]
 
-    def window_similarities(self, query: np.ndarray, seqs: Iterable[int]) -> list[tuple[int, float]]:
+    def window_similarities(
+        self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float
+    ) -> list[tuple[int, float]]:
         """``(seq, cosine)`` between ``query`` and each memory's episode window: the
         mean of its vector and those of up to ``WINDOW_RADIUS`` episodic neighbours
-        on each side in its session's time order. As in the text windows, a global
+        on each side in its session's time order, no more than ``max_gap_s`` apart
+        (past a pause, the next event starts another episode). As in the text windows, a global
         memory's neighbours are the session's global memories only, so nothing
         private to a session shapes what other sessions find. Memories without a
         vector are left out; a non-episodic memory's window is itself."""
@@ -158,9 +161,14 @@ class VectorIndex:
             for key, members in _group(keys, np.flatnonzero(episodic)).items():
                 timeline, sorted_rows, positions = self._timeline(*key)
                 at = positions[np.searchsorted(sorted_rows, rows[members])]
-                for offset in range(-WINDOW_RADIUS, WINDOW_RADIUS + 1):
-                    inside = (at + offset >= 0) & (at + offset < len(timeline))
-                    windows[members[inside], offset + WINDOW_RADIUS] = timeline[at[inside] + offset]
+                for step in (-1, 1):
+                    near = np.ones(len(at), dtype=bool)
+                    for distance in range(1, WINDOW_RADIUS + 1):
+                        other = at + step * distance
+                        near &= (other >= 0) & (other < len(timeline))
+                        previous = timeline[(other - step)[near]]
+                        near[near] = np.abs(self._created[timeline[other[near]]] - self._created[previous]) <= max_gap_s
+                        windows[members[near], WINDOW_RADIUS + step * distance] = timeline[other[near]]
             vectors = np.einsum("ijk,ij->ik", self._matrix[windows], (windows >= 0).astype(np.float32))
             seqs_found = self._seqs[rows]
         norms = np.linalg.norm(vectors, axis=1)
