@@ -157,6 +157,11 @@ def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path
     assert set(after) == {seqs["redfox"]}  # seq 10,000 has no vector (it does not exist)
     assert after[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "goldyak"]), abs=1e-5)
     assert after[seqs["redfox"]] != pytest.approx(before[seqs["redfox"]], abs=1e-5)
+    with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
+        mem.remember("bluecod", created_at=1_700_000_000 + 60 * 4)  # in order: goes on the end
+    index.sync(conn)
+    last = dict(index.window_similarities(query, [seqs["greenelk"]], GAP))
+    assert last[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["goldyak", "greenelk", "bluecod"]), abs=1e-5)
     # Summaries and facts stand alone: their window is themselves.
     conn.execute("UPDATE memories SET kind = 'fact' WHERE seq = ?", (seqs["greenelk"],))
     conn.commit()

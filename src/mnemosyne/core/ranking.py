@@ -101,10 +101,10 @@ def fuse(
     episodes = _episodes(candidates, weights.episode_gap_s)
     episode_evidence = _per_episode(episodes, lexical_evidence, sum)
     most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
+    signals["episode_match"] = {key: episode_evidence[key] / most_evidence for key in candidates}
     for key, p in parts.items():
-        p["episode_match"] = episode_evidence[key] / most_evidence
-    fixed = {field: getattr(weights, field) for field in signals.keys() - _BY_LENGTH | {"episode_match"}}
-    relevance = {key: _relevance(p, candidates[key].length, weights, fixed) for key, p in parts.items()}
+        p["episode_match"] = signals["episode_match"][key]
+    relevance = _relevance(signals, candidates, weights)
     best_overall = max(relevance.values(), default=0.0)
     episode_best = _per_episode(episodes, relevance, max)
     ranked = []
@@ -131,19 +131,27 @@ def fuse(
 _BY_LENGTH = frozenset({"content", "context"})
 
 
-def _relevance(parts: Mapping[str, float], length: int, weights: Weights, fixed: Mapping[str, float]) -> float:
-    """Weighted sum of the signals: ``fixed`` weights, and content and context
-    weights set by length."""
+def _relevance(
+    signals: Mapping[str, Mapping[int, float]], candidates: Mapping[int, Candidate], weights: Weights
+) -> dict[int, float]:
+    """Each candidate's weighted sum of the signals: content and context weights set
+    by the memory's length, the others fixed. Signals are sparse, so only the values
+    present are visited."""
     span = max(1, weights.long_chars - weights.short_chars)
-    longness = min(1.0, max(0.0, (length - weights.short_chars) / span))
-    total = 0.0
-    for field, value in parts.items():
-        if field == "content":
-            total += (weights.content + longness * (weights.long_content - weights.content)) * value
-        elif field == "context":
-            total += (weights.context + longness * (weights.long_context - weights.context)) * value
+    total = dict.fromkeys(candidates, 0.0)
+    for field, values in signals.items():
+        if field in _BY_LENGTH:
+            short, long = (weights.content, weights.long_content) if field == "content" else (
+                weights.context, weights.long_context)
+            for key, value in values.items():
+                if key in total:
+                    longness = min(1.0, max(0.0, (candidates[key].length - weights.short_chars) / span))
+                    total[key] += (short + longness * (long - short)) * value
         else:
-            total += fixed[field] * value
+            weight = getattr(weights, field)
+            for key, value in values.items():
+                if key in total:
+                    total[key] += weight * value
     return total
 
 
@@ -170,6 +178,9 @@ def _per_episode(
     """For each candidate, ``combine`` of ``values`` over the candidates of its episode."""
     result: dict[int, float] = {}
     for episode in episodes:
+        if len(episode) == 1:  # the common case, without the generators
+            result[episode[0]] = combine((values[episode[0]],))
+            continue
         total = combine(values[k] for k in episode)
         result.update((k, total) for k in episode)
     return result

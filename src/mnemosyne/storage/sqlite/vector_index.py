@@ -37,6 +37,8 @@ SHORTLIST_MIN = 2_000
 # Neighbours on each side in a memory's vector window (see ``window_similarities``).
 # Wider windows blur more: 1 measured at least as well as 2 on LoCoMo and LongMemEval.
 WINDOW_RADIUS = 1
+# A session's episodic memories in time order, and its global ones alone.
+_TIMELINES = ("all", "global")
 
 
 def encode_vector(vector: np.ndarray) -> bytes:
@@ -97,10 +99,13 @@ class VectorIndex:
         self._session_codes: dict[str, int] = {}
         self._source_codes: dict[str, int] = {}
         self._masks: dict[tuple, np.ndarray] = {}
-        # Each session's rows, in batches as they arrived; and, built from them when
-        # a window needs it, (session code, global only) -> its episodic timeline.
+        # Episode windows: each episodic row's previous and next row in its session's
+        # time order (-1: none), among all of the session's episodic rows and among
+        # its global ones only; and each session's rows and time-order tails, which
+        # appends extend.
+        self._links = {timeline: np.zeros((2, 0), dtype=np.int64) for timeline in _TIMELINES}
         self._session_rows: dict[int, list[np.ndarray]] = {}
-        self._timelines: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._tails: dict[tuple[int, str], int] = {}
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the index up to date with the database (call before searching)."""
@@ -141,11 +146,11 @@ class VectorIndex:
     ) -> list[tuple[int, float]]:
         """``(seq, cosine)`` between ``query`` and each memory's episode window: the
         mean of its vector and those of up to ``WINDOW_RADIUS`` episodic neighbours
-        on each side in its session's time order, no more than ``max_gap_s`` apart
-        (past a pause, the next event starts another episode). As in the text windows, a global
-        memory's neighbours are the session's global memories only, so nothing
-        private to a session shapes what other sessions find. Memories without a
-        vector are left out; a non-episodic memory's window is itself."""
+        on each side in its session's time order, each no more than ``max_gap_s``
+        from the last (past a pause, the next event starts another episode). As in
+        the text windows, a global memory's neighbours are the session's global
+        memories only, so nothing private to a session shapes what other sessions
+        find. Memories without a vector are left out; a summary or fact stands alone."""
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
             n = self._size
@@ -154,43 +159,25 @@ class VectorIndex:
             found = rows < n
             found[found] = self._seqs[rows[found]] == wanted[found]
             rows = rows[found]
-            windows = np.full((len(rows), 2 * WINDOW_RADIUS + 1), -1, dtype=np.int64)  # -1: no neighbour
-            windows[:, WINDOW_RADIUS] = rows
-            episodic = self._kind[rows] == KIND_CODES["episodic"]
-            keys = list(zip(self._session[rows].tolist(), self._global[rows].tolist(), strict=True))
-            for key, members in _group(keys, np.flatnonzero(episodic)).items():
-                timeline, sorted_rows, positions = self._timeline(*key)
-                at = positions[np.searchsorted(sorted_rows, rows[members])]
-                for step in (-1, 1):
-                    near = np.ones(len(at), dtype=bool)
-                    for distance in range(1, WINDOW_RADIUS + 1):
-                        other = at + step * distance
-                        near &= (other >= 0) & (other < len(timeline))
-                        previous = timeline[(other - step)[near]]
-                        near[near] = np.abs(self._created[timeline[other[near]]] - self._created[previous]) <= max_gap_s
-                        windows[members[near], WINDOW_RADIUS + step * distance] = timeline[other[near]]
-            vectors = np.einsum("ijk,ij->ik", self._matrix[windows], (windows >= 0).astype(np.float32))
-            seqs_found = self._seqs[rows]
+            is_global = self._global[rows]
+            members = [rows]
+            for side in (0, 1):  # 0: earlier neighbours, 1: later ones
+                links = np.where(is_global, self._links["global"][side][rows], self._links["all"][side][rows])
+                current = rows
+                for _ in range(WINDOW_RADIUS):
+                    near = (links >= 0) & (current >= 0)
+                    near[near] = np.abs(self._created[links[near]] - self._created[current[near]]) <= max_gap_s
+                    current = np.where(near, links, -1)
+                    members.append(current)
+                    following = np.where(is_global, self._links["global"][side][current], self._links["all"][side][current])
+                    links = np.where(current >= 0, following, -1)
+            window = np.stack(members, axis=1)
+            vectors = np.einsum("ijk,ij->ik", self._matrix[window], (window >= 0).astype(np.float32))
+            found_seqs = self._seqs[rows]
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
         scores = _dot(vectors, query) / norms
-        return [(int(seq), float(score)) for seq, score in zip(seqs_found, scores, strict=True)]
-
-    def _timeline(self, session: int, global_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A session's episodic rows in (created_at, seq) order; the same rows
-        sorted; and where each sorted row sits in the time order. Cached until the
-        session gets new rows."""
-        cached = self._timelines.get((session, global_only))
-        if cached is None:
-            rows = np.concatenate(self._session_rows[session])  # ascending rows: ascending seqs
-            keep = self._kind[rows] == KIND_CODES["episodic"]
-            if global_only:
-                keep &= self._global[rows]
-            rows = rows[keep]
-            timeline = rows[np.argsort(self._created[rows], kind="stable")]  # ties keep seq order
-            order = np.argsort(timeline)
-            cached = self._timelines[(session, global_only)] = (timeline, timeline[order], order)
-        return cached
+        return [(int(seq), float(score)) for seq, score in zip(found_seqs, scores, strict=True)]
 
     def _score(self, query: np.ndarray, mask: np.ndarray, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows worth scoring exactly, and their cosines."""
@@ -270,9 +257,33 @@ class VectorIndex:
         sessions, firsts = np.unique(self._session[start:end][by_session], return_index=True)
         for session, added in zip(sessions.tolist(), np.split(start + by_session, firsts[1:]), strict=True):
             self._session_rows.setdefault(session, []).append(added)
-            self._timelines.pop((session, False), None)
-            self._timelines.pop((session, True), None)
+            self._link(session, added)
         self._max_seq = int(self._seqs[end - 1])
+
+    def _link(self, session: int, added: np.ndarray) -> None:
+        """Thread ``added`` rows (ascending) into their session's time order. Events
+        usually arrive in order and go on the end; otherwise the session is relinked."""
+        for timeline in _TIMELINES:
+            rows = added[self._kind[added] == KIND_CODES["episodic"]]
+            if timeline == "global":
+                rows = rows[self._global[rows]]
+            if not len(rows):
+                continue
+            tail = self._tails.get((session, timeline), -1)
+            created = self._created[rows]
+            in_order = bool(np.all(created[1:] >= created[:-1])) and (tail < 0 or created[0] >= self._created[tail])
+            if in_order:
+                chain = np.concatenate(([tail], rows)) if tail >= 0 else rows
+            else:
+                every = np.concatenate(self._session_rows[session])  # ascending rows: ties keep seq order
+                every = every[self._kind[every] == KIND_CODES["episodic"]]
+                if timeline == "global":
+                    every = every[self._global[every]]
+                chain = every[np.argsort(self._created[every], kind="stable")]
+                self._links[timeline][:, chain] = -1
+            self._links[timeline][0, chain[1:]] = chain[:-1]
+            self._links[timeline][1, chain[:-1]] = chain[1:]
+            self._tails[(session, timeline)] = int(chain[-1])
 
     def _grow(self, capacity: int) -> None:
         def grown(array: np.ndarray) -> np.ndarray:
@@ -285,14 +296,10 @@ class VectorIndex:
         self._status, self._kind = grown(self._status), grown(self._kind)
         self._source, self._created = grown(self._source), grown(self._created)
         self._valid_until = grown(self._valid_until)
+        for timeline, links in self._links.items():
+            self._links[timeline] = np.full((2, capacity), -1, dtype=np.int64)
+            self._links[timeline][:, : self._size] = links[:, : self._size]
         codes = np.zeros((len(self._codes), capacity), dtype=np.uint64)
         codes[:, : self._size] = self._codes[:, : self._size]
         self._codes = codes
 
-
-def _group(keys: list[tuple[int, bool]], positions: np.ndarray) -> dict[tuple[int, bool], np.ndarray]:
-    """``positions`` grouped by ``keys[position]``."""
-    groups: dict[tuple[int, bool], list[int]] = {}
-    for position in positions.tolist():
-        groups.setdefault(keys[position], []).append(position)
-    return {key: np.array(members, dtype=np.int64) for key, members in groups.items()}
