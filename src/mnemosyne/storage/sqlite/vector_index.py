@@ -162,15 +162,14 @@ class VectorIndex:
             is_global = self._global[rows]
             members = [rows]
             for side in (0, 1):  # 0: earlier neighbours, 1: later ones
-                links = np.where(is_global, self._links["global"][side][rows], self._links["all"][side][rows])
+                own, among_global = self._links["all"][side], self._links["global"][side]
                 current = rows
                 for _ in range(WINDOW_RADIUS):
-                    near = (links >= 0) & (current >= 0)
+                    links = np.where(current >= 0, np.where(is_global, among_global[current], own[current]), -1)
+                    near = links >= 0
                     near[near] = np.abs(self._created[links[near]] - self._created[current[near]]) <= max_gap_s
                     current = np.where(near, links, -1)
                     members.append(current)
-                    following = np.where(is_global, self._links["global"][side][current], self._links["all"][side][current])
-                    links = np.where(current >= 0, following, -1)
             window = np.stack(members, axis=1)
             vectors = np.einsum("ijk,ij->ik", self._matrix[window], (window >= 0).astype(np.float32))
             found_seqs = self._seqs[rows]
