@@ -255,7 +255,10 @@ class VectorIndex:
         by_session = np.argsort(self._session[start:end], kind="stable")
         sessions, firsts = np.unique(self._session[start:end][by_session], return_index=True)
         for session, added in zip(sessions.tolist(), np.split(start + by_session, firsts[1:]), strict=True):
-            self._session_rows.setdefault(session, []).append(added)
+            batches = self._session_rows.setdefault(session, [])
+            batches.append(added)
+            if len(batches) > 64:  # one write at a time would leave many tiny arrays
+                batches[:] = [np.concatenate(batches)]
             self._link(session, added)
         self._max_seq = int(self._seqs[end - 1])
 
