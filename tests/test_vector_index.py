@@ -111,9 +111,13 @@ def window_index(tmp_path: Path, events: list[tuple[str, str, str, int]]) -> tup
     return loaded(db), seqs, db
 
 
-def window_cosine(query: np.ndarray, texts: list[str]) -> float:
-    mean = HashEmbedder(DIMENSION).embed(texts).astype(np.float16).astype(np.float32).sum(axis=0)
-    return float(mean @ query / np.linalg.norm(mean))
+def assert_windows(index: VectorIndex, seqs: dict[str, int], expected: dict[str, list[str]]) -> None:
+    """Each memory's window similarity is the cosine to the mean vector of the texts given."""
+    query = queries(1)[0]
+    got = dict(index.window_similarities(query, [seqs[text] for text in expected], GAP))
+    for text, window in expected.items():
+        mean = HashEmbedder(DIMENSION).embed(window).astype(np.float16).astype(np.float32).sum(axis=0)
+        assert got[seqs[text]] == pytest.approx(float(mean @ query / np.linalg.norm(mean)), abs=1e-5), text
 
 
 def test_a_window_is_the_memory_and_its_nearest_neighbours_in_its_sessions_time(tmp_path: Path):
@@ -123,52 +127,43 @@ def test_a_window_is_the_memory_and_its_nearest_neighbours_in_its_sessions_time(
         ("a", "session", "redfox owl", 3), ("b", "session", "bluefox eel", 2), ("a", "session", "greenelk", 1),
         ("a", "session", "goldyak bee", 2), ("b", "session", "greyant", 1), ("a", "session", "redcod", 4),
     ])
-    query = queries(1)[0]
-    got = dict(index.window_similarities(query, seqs.values(), GAP))
-    assert got[seqs["goldyak bee"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee", "redfox owl"]),
-                                                     abs=1e-5)
-    assert got[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk", "goldyak bee"]), abs=1e-5)
-    assert got[seqs["redcod"]] == pytest.approx(window_cosine(query, ["redfox owl", "redcod"]), abs=1e-5)
-    assert got[seqs["bluefox eel"]] == pytest.approx(window_cosine(query, ["greyant", "bluefox eel"]), abs=1e-5)
+    assert_windows(index, seqs, {
+        "goldyak bee": ["greenelk", "goldyak bee", "redfox owl"],
+        "greenelk": ["greenelk", "goldyak bee"],
+        "redcod": ["redfox owl", "redcod"],
+        "bluefox eel": ["greyant", "bluefox eel"],
+    })
 
 
 def test_a_global_memorys_window_holds_only_global_neighbours(tmp_path: Path):
     index, seqs, _ = window_index(tmp_path, [
         ("a", "global", "redfox", 1), ("a", "session", "private bluefox", 2), ("a", "global", "greenelk", 3),
     ])
-    query = queries(1)[0]
-    got = dict(index.window_similarities(query, seqs.values(), GAP))
-    assert got[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "greenelk"]), abs=1e-5)
-    # A session memory sees every neighbour of its own session.
-    assert got[seqs["private bluefox"]] == pytest.approx(
-        window_cosine(query, ["redfox", "private bluefox", "greenelk"]), abs=1e-5)
+    assert_windows(index, seqs, {
+        "redfox": ["redfox", "greenelk"],
+        # A session memory sees every neighbour of its own session.
+        "private bluefox": ["redfox", "private bluefox", "greenelk"],
+    })
 
 
 def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path: Path):
     index, seqs, db = window_index(tmp_path, [("a", "session", "redfox", 1), ("a", "session", "greenelk", 3)])
-    query = queries(1)[0]
-    before = dict(index.window_similarities(query, [seqs["redfox"]], GAP))
-    with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
-        mem.remember("goldyak", created_at=1_700_000_000 + 60 * 2)
+    assert_windows(index, seqs, {"redfox": ["redfox", "greenelk"]})
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
-    index.sync(conn)
-    after = dict(index.window_similarities(query, [seqs["redfox"], 10_000], GAP))
-    assert set(after) == {seqs["redfox"]}  # seq 10,000 has no vector (it does not exist)
-    assert after[seqs["redfox"]] == pytest.approx(window_cosine(query, ["redfox", "goldyak"]), abs=1e-5)
-    assert after[seqs["redfox"]] != pytest.approx(before[seqs["redfox"]], abs=1e-5)
-    with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
-        mem.remember("bluecod", created_at=1_700_000_000 + 60 * 4)  # in order: goes on the end
-    index.sync(conn)
-    last = dict(index.window_similarities(query, [seqs["greenelk"]], GAP))
-    assert last[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["goldyak", "greenelk", "bluecod"]), abs=1e-5)
-    # Summaries and facts stand alone: their window is themselves.
+    for text, minute in (("goldyak", 2), ("bluecod", 4)):  # between two events, then on the end
+        with Mnemosyne(session_id="a", db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
+            memory_id = mem.remember(text, created_at=1_700_000_000 + 60 * minute)
+        seqs[text] = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+        index.sync(conn)
+    assert_windows(index, seqs, {"redfox": ["redfox", "goldyak"], "greenelk": ["goldyak", "greenelk", "bluecod"]})
+    assert [seq for seq, _ in index.window_similarities(queries(1)[0], [10_000], GAP)] == []  # no such vector
+    # Summaries and facts stand alone, and are no event's neighbour.
     conn.execute("UPDATE memories SET kind = 'fact' WHERE seq = ?", (seqs["greenelk"],))
     conn.commit()
     index.sync(conn)
     conn.close()
-    fact = dict(index.window_similarities(query, [seqs["greenelk"]], GAP))
-    assert fact[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["greenelk"]), abs=1e-5)
+    assert_windows(index, seqs, {"greenelk": ["greenelk"], "goldyak": ["redfox", "goldyak", "bluecod"]})
 
 
 def test_a_window_stops_at_a_pause(tmp_path: Path):
@@ -176,7 +171,4 @@ def test_a_window_stops_at_a_pause(tmp_path: Path):
     index, seqs, _ = window_index(tmp_path, [
         ("a", "session", "redfox", 0), ("a", "session", "greenelk", 1), ("a", "session", "goldyak", 62),
     ])
-    query = queries(1)[0]
-    got = dict(index.window_similarities(query, seqs.values(), GAP))
-    assert got[seqs["greenelk"]] == pytest.approx(window_cosine(query, ["redfox", "greenelk"]), abs=1e-5)
-    assert got[seqs["goldyak"]] == pytest.approx(window_cosine(query, ["goldyak"]), abs=1e-5)
+    assert_windows(index, seqs, {"greenelk": ["redfox", "greenelk"], "goldyak": ["goldyak"]})
