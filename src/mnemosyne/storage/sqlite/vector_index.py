@@ -266,9 +266,7 @@ class VectorIndex:
         """Thread ``added`` rows (ascending) into their session's time order. Events
         usually arrive in order and go on the end; otherwise the session is relinked."""
         for timeline in _TIMELINES:
-            rows = added[self._kind[added] == KIND_CODES["episodic"]]
-            if timeline == "global":
-                rows = rows[self._global[rows]]
+            rows = self._on_timeline(added, timeline)
             if not len(rows):
                 continue
             tail = self._tails.get((session, timeline), -1)
@@ -277,15 +275,20 @@ class VectorIndex:
             if in_order:
                 chain = np.concatenate(([tail], rows)) if tail >= 0 else rows
             else:
-                every = np.concatenate(self._session_rows[session])  # ascending rows: ties keep seq order
-                every = every[self._kind[every] == KIND_CODES["episodic"]]
-                if timeline == "global":
-                    every = every[self._global[every]]
+                # Ascending rows are ascending seqs, so the stable sort keeps seq order on ties.
+                every = self._on_timeline(np.concatenate(self._session_rows[session]), timeline)
                 chain = every[np.argsort(self._created[every], kind="stable")]
                 self._links[timeline][:, chain] = -1
             self._links[timeline][0, chain[1:]] = chain[:-1]
             self._links[timeline][1, chain[:-1]] = chain[1:]
             self._tails[(session, timeline)] = int(chain[-1])
+
+    def _on_timeline(self, rows: np.ndarray, timeline: str) -> np.ndarray:
+        """The episodic ``rows`` (the global ones too, for the global timeline)."""
+        keep = self._kind[rows] == KIND_CODES["episodic"]
+        if timeline == "global":
+            keep &= self._global[rows]
+        return rows[keep]
 
     def _grow(self, capacity: int) -> None:
         def grown(array: np.ndarray) -> np.ndarray:
