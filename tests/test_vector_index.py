@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mnemosyne import Mnemosyne
 from mnemosyne.storage.base import Filters
@@ -172,3 +175,54 @@ def test_a_window_stops_at_a_pause(tmp_path: Path):
         ("a", "session", "redfox", 0), ("a", "session", "greenelk", 1), ("a", "session", "goldyak", 62),
     ])
     assert_windows(index, seqs, {"greenelk": ["redfox", "greenelk"], "goldyak": ["goldyak"]})
+
+
+def reference_windows(conn: sqlite3.Connection, query: np.ndarray) -> dict[int, float]:
+    """The window rule written the slow way, from the rows themselves."""
+    rows = conn.execute(
+        "SELECT m.seq, m.session_id, m.scope, m.kind, m.created_at, v.vector FROM memories AS m "
+        "JOIN memory_vectors AS v ON v.seq = m.seq ORDER BY m.created_at, m.seq").fetchall()
+    vectors = {row[0]: vector_index.decode_vectors([row[5]], DIMENSION)[0] for row in rows}
+    expected = {}
+    for seq, session, scope, kind, created, _ in rows:
+        window = [seq]
+        if kind == "episodic":
+            timeline = [r for r in rows
+                        if r[1] == session and r[3] == "episodic" and (scope == "session" or r[2] == "global")]
+            at = [r[0] for r in timeline].index(seq)
+            for other in (at - 1, at + 1):  # one neighbour a side, no more than GAP away
+                if 0 <= other < len(timeline) and abs(timeline[other][4] - created) <= GAP:
+                    window.append(timeline[other][0])
+        mean = np.sum([vectors[s] for s in window], axis=0)
+        expected[seq] = float(mean @ query / np.linalg.norm(mean))
+    return expected
+
+
+writes = st.tuples(st.sampled_from("ab"), st.sampled_from(["session", "global"]), st.integers(0, 240),
+                   st.sampled_from(WORDS))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(writes, min_size=1, max_size=6), min_size=1, max_size=4))
+def test_windows_match_the_rule_whatever_the_order_of_writes(batches):
+    """Batches of writes in any order of time, across sessions and scopes, synced one
+    batch at a time: every window is what the rule says, incremental or relinked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        check_windows_batch_by_batch(Path(tmp) / "m.db", batches)
+
+
+def check_windows_batch_by_batch(db: Path, batches: list[list[tuple[str, str, int, str]]]) -> None:
+    index = VectorIndex(DIMENSION)
+    query = queries(1)[0]
+    for batch in batches:
+        for session, scope, minute, word in batch:
+            with Mnemosyne(session_id=session, db_path=db, embedder=HashEmbedder(DIMENSION)) as mem:
+                mem.remember(f"{word} {minute}", scope=scope, created_at=1_700_000_000 + 60 * minute,
+                             allow_duplicate=True)
+        conn = sqlite3.connect(db)
+        conn.row_factory = sqlite3.Row
+        index.sync(conn)
+        expected = reference_windows(conn, query)
+        conn.close()
+        got = dict(index.window_similarities(query, expected, GAP))
+        assert got == pytest.approx(expected, abs=1e-5)
