@@ -74,6 +74,28 @@ def test_second_sleep_changes_nothing(mem: Mnemosyne, tmp_path: Path):
     assert rows(tmp_path / "m.db") == before
 
 
+def ranked_matches(db: Path, expression: str) -> list[tuple[int, float]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "
+                            "ORDER BY rank", (expression,)).fetchall()
+
+
+def test_sleep_merges_the_text_indexes_and_text_search_finds_the_same(tmp_path: Path):
+    db, copy = tmp_path / "m.db", tmp_path / "copy.db"
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none") as mem:
+        for i in range(80):  # a transaction each, so many small index segments
+            mem.remember(f"release note {i}: shipped build {i % 7} to region {i % 5}")
+    copy.write_bytes(db.read_bytes())  # closed: the write-ahead log is in the file
+    before = ranked_matches(db, "build OR region OR shipped")
+    with Mnemosyne(session_id="agent", db_path=copy, embedder="none") as other:
+        assert other._store.compact_text_indexes() > 2  # there was merging to do
+    assert ranked_matches(copy, "build OR region OR shipped") == before
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none") as mem:
+        mem.sleep()
+        assert mem._store.compact_text_indexes() == 2  # one step per index, and nothing to merge
+    assert ranked_matches(db, "build OR region OR shipped") == before
+
+
 def test_undo_restores_exactly_and_refuses_out_of_order(mem: Mnemosyne, tmp_path: Path):
     fill(mem)
     before = rows(tmp_path / "m.db")

@@ -220,7 +220,8 @@ class SleepMixin:
         Merges near-duplicates, summarises closed episodes, decays strength,
         promotes recurring knowledge, supersedes stale facts and expires what is
         past ``valid_until``. Nothing is deleted: originals stay, hidden from
-        default recall, and :meth:`undo_sleep` reverses the run. Raises
+        default recall, and :meth:`undo_sleep` reverses the run. Then the text
+        indexes' segments are merged, so recall reads fewer of them. Raises
         :class:`LeaseHeldError` if another process is already sleeping.
 
         >>> report = mem.sleep()
@@ -236,6 +237,8 @@ class SleepMixin:
             self._sleeper, policy or self.sleep_policy, summariser=summariser,
             summariser_timeout=float(summariser_timeout), vectors=self._sleep_vectors, dry_run=dry_run,
         )
+        if not dry_run:  # idle time is when to tidy the text indexes that recall reads
+            log.debug("sleep: text indexes merged in %d steps", self._store.compact_text_indexes())
         self._after_sleep(report)
         return report
 
