@@ -227,8 +227,8 @@ class SQLiteStore(VectorRows):
         """Merge the full-text indexes' segments; return the steps taken.
 
         Writes leave FTS5 with many small segments, and every search reads each one:
-        merged, a recall over 100k memories spent 25% less CPU on text search
-        (6.6 -> 5.0 ms). Each step merges about ``pages_per_step`` pages in its own
+        merged, a lexical-only recall over 100k memories took 25% less CPU (6.6 ->
+        5.0 ms). Each step merges about ``pages_per_step`` pages in its own
         short transaction (at most 0.13 s measured at 100k), so writers never wait
         for the whole merge. A step that changes nothing means the index is merged.
         """
