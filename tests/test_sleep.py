@@ -96,6 +96,24 @@ def test_sleep_merges_the_text_indexes_and_text_search_finds_the_same(tmp_path: 
     assert ranked_matches(db, "build OR region OR shipped") == before
 
 
+def test_a_busy_database_postpones_merging_the_text_indexes_not_the_sleep(tmp_path: Path, caplog, monkeypatch):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none", busy_timeout=0.2) as mem:
+        fill(mem)
+        other_writer = sqlite3.connect(db, isolation_level=None)
+        merge = mem._store.compact_text_indexes
+
+        def merge_while_another_process_writes() -> int:
+            other_writer.execute("BEGIN IMMEDIATE")
+            return merge()
+
+        monkeypatch.setattr(mem._store, "compact_text_indexes", merge_while_another_process_writes)
+        report = mem.sleep()
+        other_writer.execute("ROLLBACK")
+        assert report.summaries == 3 and mem.get_stats().by_status["consolidated"] == 18
+        assert "merging the text indexes postponed" in caplog.text
+
+
 def test_undo_restores_exactly_and_refuses_out_of_order(mem: Mnemosyne, tmp_path: Path):
     fill(mem)
     before = rows(tmp_path / "m.db")

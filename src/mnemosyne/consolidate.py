@@ -35,7 +35,7 @@ from .core.consolidation import Plan, SleepPolicy, plan_consolidation
 from .core.ids import new_id
 from .core.summarise import _cut
 from .core.timeutil import from_timestamp
-from .errors import InvalidInputError, LeaseHeldError
+from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
 from .models import SleepReport
 from .storage.sqlite.consolidation import ConflictError, SleepStore
 
@@ -238,7 +238,10 @@ class SleepMixin:
             summariser_timeout=float(summariser_timeout), vectors=self._sleep_vectors, dry_run=dry_run,
         )
         if not dry_run:  # idle time is when to tidy the text indexes that recall reads
-            log.debug("sleep: text indexes merged in %d steps", self._store.compact_text_indexes())
+            try:
+                log.debug("sleep: text indexes merged in %d steps", self._store.compact_text_indexes())
+            except DatabaseBusyError as exc:  # the consolidation stands; merging can wait for the next sleep
+                log.warning("sleep: merging the text indexes postponed: %s", exc)
         self._after_sleep(report)
         return report
 

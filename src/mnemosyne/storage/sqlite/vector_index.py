@@ -284,7 +284,7 @@ class VectorIndex:
             self._tails[(session, timeline)] = int(chain[-1])
 
     def _on_timeline(self, rows: np.ndarray, timeline: str) -> np.ndarray:
-        """The episodic ``rows`` (the global ones too, for the global timeline)."""
+        """The episodic ``rows``; for the global timeline, only the global ones among them."""
         keep = self._kind[rows] == KIND_CODES["episodic"]
         if timeline == "global":
             keep &= self._global[rows]
