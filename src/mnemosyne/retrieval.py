@@ -80,10 +80,11 @@ def search(
         lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
         dense_hits = _redirected(dense_hits, standing_for)
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-    # What a turn means often lives in its neighbours, for meaning as for words.
+    # What a turn means often lives in its neighbours, for meaning as for words. Dense
+    # hits mean the vector search just brought the index up to date for this model.
     dense_window_hits = (
-        store.window_similarities(query_vector, keys, weights.episode_gap_s, slot.signature)
-        if query_vector is not None and slot.signature is not None
+        store.window_similarities(query_vector, keys, weights.episode_gap_s)
+        if query_vector is not None and dense_hits
         else []
     )
     naming = lexical.source_terms(query)

@@ -309,28 +309,21 @@ class SQLiteStore(VectorRows):
         Empty when ``embedder`` is not the one that made this database's vectors
         (another process switched models): comparing across models means nothing.
         """
-        index = self._synced_index(len(query), embedder)
-        return [] if index is None else index.search(query, filters, limit)
-
-    def window_similarities(
-        self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float, embedder: dict[str, Any]
-    ) -> list[tuple[int, float]]:
-        """``(seq, similarity)`` of ``query`` to each memory's episode window of
-        vectors (see ``VectorIndex.window_similarities``); empty on a model mismatch."""
-        index = self._synced_index(len(query), embedder)
-        return [] if index is None else index.window_similarities(query, seqs, max_gap_s)
-
-    def _synced_index(self, dimension: int, embedder: dict[str, Any]) -> VectorIndex | None:
-        """The vector index, brought up to date; None if ``embedder`` did not make
-        this database's vectors."""
         with self._db.read() as conn:
             recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
             if recorded is None or not same_embedder(json.loads(recorded[0]), embedder):
-                return None
-            if self._index is None or self._index.dimension != dimension:
-                self._index = VectorIndex(dimension)
+                return []
+            if self._index is None or self._index.dimension != len(query):
+                self._index = VectorIndex(len(query))
             self._index.sync(conn)
-            return self._index
+        return self._index.search(query, filters, limit)
+
+    def window_similarities(self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
+        """``(seq, similarity)`` of ``query`` to each memory's episode window of
+        vectors (see ``VectorIndex.window_similarities``), from the index as the
+        last ``search_vectors`` left it: call it after a search that found hits, so
+        the index is current and made by the query's embedder."""
+        return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
 
     def representatives(self, seqs: Iterable[int], viewer_session: str) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the active memory visible to
