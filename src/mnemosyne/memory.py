@@ -16,7 +16,7 @@ from . import embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
 from .consolidate import SleepMixin
 from .core.consolidation import SleepPolicy
-from .core.dedupe import DEFAULT_DEDUPE_WINDOW_S, check_seconds, dedupe_since
+from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
@@ -27,6 +27,7 @@ from .core.validation import (
     check_metadata,
     check_query,
     check_scope,
+    check_seconds,
     check_top_k,
 )
 from .embedders.base import Embedder

@@ -84,3 +84,11 @@ def check_query(query: object) -> str:
     if not query.strip():
         raise InvalidInputError("query is empty; describe what you want to recall")
     return query
+
+
+def check_seconds(value: object, name: str) -> float:
+    """A finite, non-negative number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
+            or math.isinf(value) or value < 0:
+        raise InvalidInputError(f"{name} must be a number of seconds >= 0, got {value!r}")
+    return float(value)
