@@ -1,17 +1,23 @@
-"""Time named in a query: "in May 2023", "8 May, 2023", "3 weeks ago", "last week".
+"""Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8",
+"3 weeks ago", "last week", "last Friday", "last weekend", "on Valentine's day".
 
 ``time_window(query, now)`` returns the span a query points at, or None. Recall
 favours memories created inside it and never hides the others ("what did we decide
 last week" may be answered by an older memory). Spans are generous on purpose:
-people say "in May" of something recorded on June 2nd.
+people say "in May" of something recorded on June 2nd. A date without a year ("on
+May 8", "at Christmas") is its latest occurrence up to ``now``: memories are of the
+past.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 DAY = timedelta(days=1)
+Span = tuple[datetime, datetime]
+
 _MONTHS = {
     name: number
     for number, names in enumerate(
@@ -22,67 +28,151 @@ _MONTHS = {
     )
     for name in names
 }
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# Holidays on a fixed date. Movable ones (Easter, Thanksgiving, Mother's Day) fall on
+# different days in different countries, so they are not guessed.
+# Matched with the query's apostrophes dropped: "valentine's day" reads "valentines day".
+_HOLIDAYS = {"new years eve": (12, 31), "new years day": (1, 1), "valentines day": (2, 14),
+             "halloween": (10, 31), "christmas eve": (12, 24), "christmas": (12, 25)}
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "several": 4}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _COUNT = r"(\d+|" + "|".join(sorted(_COUNTS, key=len, reverse=True)) + ")"
 _UNIT = r"(day|week|month|year)s?"
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+(?:(\d{{1,2}})(?:st|nd|rd|th)?,?\s+)?(\d{{4}})\b")
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b")
-_IN_MONTH = re.compile(rf"\b(?:in|during|since)\s+{_MONTH}\b")
+_YEAR_AFTER = r"(?:,\s*|\s+)(\d{4})\b"  # "May 8 2023", "May 8, 2023", "May 8,2023"
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}(?:\s+{_DAY})?{_YEAR_AFTER}")
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR_AFTER}")
+_ISO_DATE = re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?!\d)")  # also "2023-05-08T10:00"
+_HOLIDAY = re.compile(r"\b(" + "|".join(_HOLIDAYS) + r")(?:,?\s+(\d{4}))?\b")
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b")
+_DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b")
+# "on Saturday mornings" is a habit, not a day.
+_WEEKDAY = re.compile(
+    r"\b(?:on|last|this past)\s+(" + "|".join(_WEEKDAYS) + r")\b(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
+)
+_WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
+_THIS = re.compile(r"\bthis\s+(week|month|year)\b")
+_IN_MONTH = re.compile(rf"\b(?:in|during|since)\s+{_MONTH}\b")
 _IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
 
 
-def time_window(query: str, now: datetime) -> tuple[datetime, datetime] | None:
-    """The ``[start, end)`` span that ``query`` names, relative to ``now`` (aware)."""
-    text = query.lower()
+def time_window(query: str, now: datetime) -> Span | None:
+    """The ``[start, end)`` span that ``query`` names, relative to ``now`` (aware).
+
+    The most precise expression wins: a full date before a day without a year,
+    before a relative day, before a span of weeks, months or years.
+    """
+    text = query.lower().replace("\u2019", "'")
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-    match = _MONTH_DAY_YEAR.search(text)
-    if match:
-        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], match.group(2))
-    match = _DAY_MONTH_YEAR.search(text)
-    if match:
-        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], match.group(1))
+    for read in _READERS:
+        span = read(text, today)
+        if span is not None:
+            return span
+    return None
+
+
+def _full_date(text: str, today: datetime) -> Span | None:
+    # Day first: in "8 May, 2023" the month-and-year reading would lose the day.
+    if match := _DAY_MONTH_YEAR.search(text):
+        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)))
+    if match := _MONTH_DAY_YEAR.search(text):
+        day = match.group(2)
+        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], int(day) if day else None)
+    if match := _ISO_DATE.search(text):
+        return _date_span(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    return None
+
+
+def _day_without_year(text: str, today: datetime) -> Span | None:
+    if match := _HOLIDAY.search(text.replace("'", "")):
+        month, day = _HOLIDAYS[match.group(1)]
+        if match.group(2):
+            return _date_span(int(match.group(2)), month, day)
+        return _latest(today, month, day)
+    if match := _MONTH_DAY.search(text):
+        return _latest(today, _MONTHS[match.group(1)], int(match.group(2)))
+    if match := _DAY_MONTH.search(text):
+        return _latest(today, _MONTHS[match.group(2)], int(match.group(1)))
+    return None
+
+
+def _relative_day(text: str, today: datetime) -> Span | None:
+    if "day before yesterday" in text:
+        return today - 2 * DAY, today - DAY
     if "yesterday" in text:
         return today - DAY, today
+    if "last night" in text:  # the evening before, or the hours past midnight
+        return today - DAY, today + DAY
     if re.search(r"\b(?:today|tonight|this morning)\b", text):
         return today, today + DAY
-    match = _AGO.search(text)
-    if match:
+    if match := _WEEKDAY.search(text):
+        # The latest such day before today: on a Friday, "last Friday" is a week ago.
+        back = (today.weekday() - _WEEKDAYS.index(match.group(1)) - 1) % 7 + 1
+        return today - back * DAY, today - (back - 1) * DAY
+    if match := _WEEKEND.search(text):
+        # "last weekend" ended before this week began; "this weekend" is this week's,
+        # even when still ahead; "over the weekend" is the latest one begun.
+        monday = today - today.weekday() * DAY
+        this_weeks = match.group(1) == "this" or (match.group(1) == "the" and today.weekday() >= 5)
+        saturday = monday + (5 if this_weeks else -2) * DAY
+        return saturday, saturday + 2 * DAY
+    return None
+
+
+def _relative_span(text: str, today: datetime) -> Span | None:
+    if match := _AGO.search(text):
         days = _count(match.group(1)) * _UNIT_DAYS[match.group(2)]
         slack = timedelta(days=_UNIT_DAYS[match.group(2)] / 2 + 3)
         return today - timedelta(days=days) - slack, today - timedelta(days=days) + slack
-    match = _PAST.search(text)
-    if match:
+    if match := _PAST.search(text):
         days = (_count(match.group(1)) if match.group(1) else 1) * _UNIT_DAYS[match.group(2)]
         return today - timedelta(days=days) - DAY, today + DAY
-    if "this week" in text:
-        return today - timedelta(days=today.weekday()), today + DAY
-    match = _IN_MONTH.search(text)
-    if match:
+    if match := _THIS.search(text):
+        start = {
+            "week": today - today.weekday() * DAY,
+            "month": today.replace(day=1),
+            "year": today.replace(month=1, day=1),
+        }[match.group(1)]
+        return start, today + DAY
+    return None
+
+
+def _named_month_or_year(text: str, today: datetime) -> Span | None:
+    if match := _IN_MONTH.search(text):
         month = _MONTHS[match.group(1)]
         return _date_span(today.year if month <= today.month else today.year - 1, month, None)
-    match = _IN_YEAR.search(text)
-    if match:
+    if match := _IN_YEAR.search(text):
         year = int(match.group(1))
         return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
     return None
 
 
-def _date_span(year: int, month: int, day: str | None) -> tuple[datetime, datetime] | None:
+_READERS: tuple[Callable[[str, datetime], Span | None], ...] = (
+    _full_date, _day_without_year, _relative_day, _relative_span, _named_month_or_year,
+)
+
+
+def _date_span(year: int, month: int, day: int | None) -> Span | None:
     try:
-        if day:
-            start = datetime(year, month, int(day), tzinfo=timezone.utc)
+        if day is not None:
+            start = datetime(year, month, day, tzinfo=timezone.utc)
             # Things are told about after they happen, rarely before.
             return start - 7 * DAY, start + 14 * DAY
         start = datetime(year, month, 1, tzinfo=timezone.utc)
-    except ValueError:  # "February 30, 2024": not a date, so no span
+    except ValueError:  # "February 30, 2024", "2024-13-01": not a date, so no span
         return None
     return start, start + 45 * DAY
+
+
+def _latest(today: datetime, month: int, day: int) -> Span | None:
+    """The span of ``month``/``day`` in the latest year where it is not after today."""
+    this_year = (month, day) <= (today.month, today.day)
+    return _date_span(today.year if this_year else today.year - 1, month, day)
 
 
 def _count(word: str) -> int:

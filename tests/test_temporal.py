@@ -1,0 +1,86 @@
+"""The time a query names: which span of creation times recall favours."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import Mnemosyne
+from mnemosyne.core.temporal import time_window
+
+NOW = datetime(2024, 3, 20, 15, 30, tzinfo=timezone.utc)  # a Wednesday
+
+
+def day(month: int, day: int, year: int = 2024) -> datetime:
+    return datetime(year, month, day, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        # A full date: a week before it (plans) to two weeks after (retellings).
+        ("what happened on May 8, 2023", day(5, 1, 2023), day(5, 22, 2023)),
+        ("what happened on 8 May, 2023", day(5, 1, 2023), day(5, 22, 2023)),
+        ("the photo from December 1,2023", day(11, 24, 2023), day(12, 15, 2023)),
+        ("notes of 2023-05-08", day(5, 1, 2023), day(5, 22, 2023)),
+        ("the log at 2023-05-08T10:00", day(5, 1, 2023), day(5, 22, 2023)),
+        ("in May 2023", day(5, 1, 2023), day(6, 15, 2023)),
+        # A day without a year is its latest occurrence up to now.
+        ("on March 3rd", day(2, 25), day(3, 17)),
+        ("on May 2", day(4, 25, 2023), day(5, 16, 2023)),
+        ("the 4th of July party", day(6, 27, 2023), day(7, 18, 2023)),
+        ("where did I fly on Valentine's day", day(2, 7), day(2, 28)),
+        ("what did we eat at christmas", day(12, 18, 2023), day(1, 8)),
+        ("the gift on Christmas Eve 2021", day(12, 17, 2021), day(1, 7, 2022)),
+        ("new year\u2019s eve plans", day(12, 24, 2023), day(1, 14)),
+        # Days relative to today.
+        ("what did I do yesterday", day(3, 19), day(3, 20)),
+        ("the day before yesterday", day(3, 18), day(3, 19)),
+        ("what did we decide last night", day(3, 19), day(3, 21)),
+        ("this morning's standup", day(3, 20), day(3, 21)),
+        ("today's plan", day(3, 20), day(3, 21)),
+        ("last Friday's retro", day(3, 15), day(3, 16)),
+        ("what was said on Wednesday", day(3, 13), day(3, 14)),  # today is one: a week ago
+        ("on Saturday morning", day(3, 16), day(3, 17)),
+        ("last weekend", day(3, 16), day(3, 18)),
+        ("over the weekend", day(3, 16), day(3, 18)),
+        ("this weekend", day(3, 23), day(3, 25)),
+        # Spans relative to today.
+        ("3 days ago", day(3, 13, 2024) + timedelta(hours=12), day(3, 20) + timedelta(hours=12)),
+        ("last week", day(3, 12), day(3, 21)),
+        ("in the past month", day(2, 18), day(3, 21)),
+        ("this week", day(3, 18), day(3, 21)),
+        ("this month", day(3, 1), day(3, 21)),
+        ("earlier this year", day(1, 1), day(3, 21)),
+        ("in June", day(6, 1, 2023), day(7, 16, 2023)),
+        ("in 2022", day(1, 1, 2022), day(1, 1, 2023)),
+    ],
+)
+def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime):
+    assert time_window(query, NOW) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what is the deploy schedule",
+        "I may go to the store",         # "may" the verb
+        "on Saturday mornings",          # a habit, not a day
+        "what happens on Fridays",
+        "February 30, 2024",             # not a date
+        "the 2024-13-01 release",
+    ],
+)
+def test_no_named_time_no_span(query: str):
+    assert time_window(query, NOW) is None
+
+
+def test_a_weekday_in_the_query_favours_memories_from_that_day(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        friday = mem.remember("the standup moved the launch", created_at=day(3, 15, 2024) + timedelta(hours=9))
+        monday = mem.remember("the standup moved the launch", created_at=day(3, 18, 2024) + timedelta(hours=9),
+                              allow_duplicate=True)
+        assert mem.recall("what did the standup move last Friday", now=NOW)[0].id == friday
+        assert mem.recall("what did the standup move on Monday", now=NOW)[0].id == monday
