@@ -48,7 +48,7 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("over the weekend", day(3, 16), day(3, 18)),
         ("this weekend", day(3, 23), day(3, 25)),
         # Spans relative to today.
-        ("3 days ago", day(3, 13, 2024) + timedelta(hours=12), day(3, 20) + timedelta(hours=12)),
+        ("3 days ago", day(3, 13) + timedelta(hours=12), day(3, 20) + timedelta(hours=12)),
         ("last week", day(3, 12), day(3, 21)),
         ("in the past month", day(2, 18), day(3, 21)),
         ("this week", day(3, 18), day(3, 21)),
@@ -79,8 +79,8 @@ def test_no_named_time_no_span(query: str):
 
 def test_a_weekday_in_the_query_favours_memories_from_that_day(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
-        friday = mem.remember("the standup moved the launch", created_at=day(3, 15, 2024) + timedelta(hours=9))
-        monday = mem.remember("the standup moved the launch", created_at=day(3, 18, 2024) + timedelta(hours=9),
+        friday = mem.remember("the standup moved the launch", created_at=day(3, 15) + timedelta(hours=9))
+        monday = mem.remember("the standup moved the launch", created_at=day(3, 18) + timedelta(hours=9),
                               allow_duplicate=True)
         assert mem.recall("what did the standup move last Friday", now=NOW)[0].id == friday
         assert mem.recall("what did the standup move on Monday", now=NOW)[0].id == monday
