@@ -71,10 +71,16 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
         "what happens on Fridays",
         "February 30, 2024",             # not a date
         "the 2024-13-01 release",
+        "valid until 9999-12-31",        # spans past the calendar's end
+        "expires December 31, 9999",
     ],
 )
 def test_no_named_time_no_span(query: str):
     assert time_window(query, NOW) is None
+
+
+def test_no_span_before_the_calendar_begins():
+    assert time_window("3 years ago", datetime(1, 1, 3, tzinfo=timezone.utc)) is None
 
 
 def test_a_weekday_in_the_query_favours_memories_from_that_day(tmp_path: Path):

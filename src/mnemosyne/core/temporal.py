@@ -69,10 +69,13 @@ def time_window(query: str, now: datetime) -> Span | None:
     """
     text = query.lower().replace("\u2019", "'")
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
-    for read in _READERS:
-        span = read(text, today)
-        if span is not None:
-            return span
+    try:
+        for read in _READERS:
+            span = read(text, today)
+            if span is not None:
+                return span
+    except OverflowError:  # a span past the calendar's ends ("9999-12-31"): no time to favour
+        return None
     return None
 
 
