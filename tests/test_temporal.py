@@ -55,6 +55,9 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("this month", day(3, 1), day(3, 21)),
         ("earlier this year", day(1, 1), day(3, 21)),
         ("in June", day(6, 1, 2023), day(7, 16, 2023)),
+        ("in March", day(3, 1), day(4, 15)),
+        ("last March", day(3, 1, 2023), day(4, 15, 2023)),
+        ("last February", day(2, 1), day(3, 17)),
         ("in 2022", day(1, 1, 2022), day(1, 1, 2023)),
     ],
 )

@@ -57,7 +57,7 @@ _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
-_IN_MONTH = re.compile(rf"\b(?:in|during|since)\s+{_MONTH}\b")
+_IN_MONTH = re.compile(rf"\b(in|during|since|last)\s+{_MONTH}\b")
 _IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
 
 
@@ -147,8 +147,10 @@ def _relative_span(text: str, today: datetime) -> Span | None:
 
 def _named_month_or_year(text: str, today: datetime) -> Span | None:
     if match := _IN_MONTH.search(text):
-        month = _MONTHS[match.group(1)]
-        return _date_span(today.year if month <= today.month else today.year - 1, month, None)
+        # The latest such month begun; "last March" said in March is a year ago.
+        month = _MONTHS[match.group(2)]
+        this_year = month < today.month or (month == today.month and match.group(1) != "last")
+        return _date_span(today.year if this_year else today.year - 1, month, None)
     if match := _IN_YEAR.search(text):
         year = int(match.group(1))
         return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
