@@ -70,13 +70,9 @@ def time_window(query: str, now: datetime) -> Span | None:
     text = query.lower().replace("\u2019", "'")
     today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     try:
-        for read in _READERS:
-            span = read(text, today)
-            if span is not None:
-                return span
+        return next((span for read in _READERS if (span := read(text, today)) is not None), None)
     except OverflowError:  # a span past the calendar's ends ("9999-12-31"): no time to favour
         return None
-    return None
 
 
 def _full_date(text: str, today: datetime) -> Span | None:
