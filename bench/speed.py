@@ -97,7 +97,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--model-ingest", type=int, default=10_000, help="memories to ingest with the local model")
+    parser.add_argument("--model-ingest", type=int, default=10_000,
+                        help="memories to ingest with the local model (0 skips the local model)")
     args = parser.parse_args()
 
     rows = []
@@ -117,7 +118,7 @@ def main() -> None:
             label = f"retrieval only (lexical + vectors [{scan}], fused)"
             rows.append((f"{size:,}", label, retrieval, lexical_rate, vector_rate))
 
-        local = _local_model()
+        local = _local_model() if args.model_ingest > 0 else None
         if local is not None:
             # The same kind of corpus and queries as above, embedded by the real model.
             items, queries = make_corpus(args.model_ingest, seed=2)
