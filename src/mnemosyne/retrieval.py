@@ -76,7 +76,7 @@ def search(
 
     if redirect:
         hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-        standing_for = store.representatives(hit_seqs, filters.viewer_session)
+        standing_for = store.representatives(hit_seqs, filters)
         lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
         dense_hits = _redirected(dense_hits, standing_for)
     keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
@@ -102,7 +102,7 @@ def search(
     span = time_window(query, from_timestamp(now))
     window = None if span is None else (span[0].timestamp(), span[1].timestamp())
     ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
-    memories = store.memories_by_seq(r.key for r in ranked)
+    memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
@@ -117,11 +117,15 @@ def _source_words(source: str) -> frozenset[str]:
 
 
 def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
-    """Hits on consolidated memories moved to their representative (best score kept);
-    a consolidated memory nothing visible stands for is dropped."""
+    """Hits on consolidated memories moved to their representative (best score kept).
+
+    A consolidated memory that no memory passing the filters stands for (its summary
+    is by source "sleep" and the query asks for "chat", say) is returned itself: it
+    passed the filters, and the fact must stay findable.
+    """
     best: dict[int, float] = {}
     for seq, score in hits:
-        target = standing_for.get(seq, seq) if seq in standing_for else seq
-        if target is not None and score > best.get(target, float("-inf")):
+        target = standing_for.get(seq) or seq
+        if score > best.get(target, float("-inf")):
             best[target] = score
     return sorted(best.items(), key=lambda item: -item[1])

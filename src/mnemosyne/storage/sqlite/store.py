@@ -152,7 +152,12 @@ class SQLiteStore(VectorRows):
         with self._db.write("forget a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
             self._unquote(conn, memory_id, row["content"])
-            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            represented = [r[0] for r in conn.execute(
+                "SELECT dst_id FROM memory_links WHERE src_id = ? AND kind IN ('summarises', 'merges')",
+                (memory_id,),
+            )]
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
+            self._reinstate(conn, represented, memory_id)
             # Neighbours' windows held this text: rewrite them so it is gone everywhere.
             refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
             audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
@@ -175,6 +180,26 @@ class SQLiteStore(VectorRows):
             conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
             audit(conn, "update", summary["id"], summary["session_id"],
                   {"fields": ["content"], "reason": f"forgot quoted memory {memory_id}"})
+
+    def _reinstate(self, conn: sqlite3.Connection, memory_ids: Sequence[str], forgotten: str) -> None:
+        """Make active again the memories a forgotten summary or kept copy stood for,
+        unless another one still stands for them: condensing never makes a fact
+        unfindable, and forgetting the condensed form is not forgetting the facts.
+
+        Superseded memories stay superseded: a correction being forgotten does not
+        make the old value true again.
+        """
+        now = time.time()
+        for memory_id in memory_ids:
+            reinstated = conn.execute(
+                "UPDATE memories SET status = 'active', updated_at = ? WHERE id = ? AND status = 'consolidated' "
+                "AND NOT EXISTS (SELECT 1 FROM memory_links WHERE dst_id = ? AND kind IN ('summarises', 'merges'))",
+                (now, memory_id, memory_id),
+            )
+            if reinstated.rowcount:
+                session_id = conn.execute("SELECT session_id FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+                audit(conn, "update", memory_id, session_id,
+                      {"fields": ["status"], "reason": f"what stood for it ({forgotten}) was forgotten"})
 
     def import_memories(self, memories: Iterable[NewMemory]) -> int:
         """Insert memories whose id is not stored yet; return how many were added."""
@@ -325,22 +350,41 @@ class SQLiteStore(VectorRows):
         the index is current and made by the query's embedder."""
         return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
 
-    def representatives(self, seqs: Iterable[int], viewer_session: str) -> dict[int, int | None]:
-        """For each consolidated memory among ``seqs``: the active memory visible to
-        ``viewer_session`` that merged or summarised it (None if there is none)."""
-        # NOT INDEXED: look the hits up by seq; by the status index the planner would
-        # visit every consolidated memory.
+    def representatives(self, seqs: Iterable[int], filters: Filters) -> dict[int, int | None]:
+        """For each consolidated memory among ``seqs``: the newest active memory
+        passing ``filters`` that merged or summarised it, directly or through a
+        chain (a duplicate merged into a copy that a summary then condensed); None
+        if there is none.
+
+        The representative is what recall returns, so it must pass the filters the
+        hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
+        """
+        where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
-            rows = select_in(
+            # NOT INDEXED: look the hits up by seq; by the status index the planner
+            # would visit every consolidated memory.
+            chains = select_in(
                 conn,
-                "SELECT d.seq, ("
-                "  SELECT s.seq FROM memory_links AS l JOIN memories AS s ON s.id = l.src_id"
-                "  WHERE l.dst_id = d.id AND l.kind IN ('merges', 'summarises') AND s.status = 'active'"
-                "  AND (s.scope = 'global' OR s.session_id = ?) ORDER BY s.seq DESC LIMIT 1"
-                ") FROM memories AS d NOT INDEXED WHERE d.status = 'consolidated' AND d.seq IN ({marks})",
-                list(dict.fromkeys(seqs)), (viewer_session,),
+                "WITH RECURSIVE up (start, id) AS ("
+                "  SELECT d.seq, d.id FROM memories AS d NOT INDEXED"
+                "  WHERE d.status = 'consolidated' AND d.seq IN ({marks})"
+                "  UNION SELECT up.start, l.src_id FROM up JOIN memory_links AS l ON l.dst_id = up.id"
+                "  WHERE l.kind IN ('merges', 'summarises')"
+                ") SELECT up.start, s.seq FROM up LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
+                list(dict.fromkeys(seqs)),
             )
-        return {int(seq): None if rep is None else int(rep) for seq, rep in rows}
+            passing = {row[0] for row in select_in(
+                conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
+                list({row[1] for row in chains if row[1] is not None}), params,
+            )}
+        standing_for: dict[int, int | None] = {}
+        for start, candidate in chains:
+            best = standing_for.get(start)
+            if candidate in passing and (best is None or candidate > best):
+                standing_for[start] = candidate
+            else:
+                standing_for.setdefault(start, best)
+        return standing_for
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
         """What ranking needs of each candidate (importance, created_at, access_count,
@@ -355,10 +399,18 @@ class SQLiteStore(VectorRows):
             )
         return {row["seq"]: row for row in rows}
 
-    def memories_by_seq(self, seqs: Iterable[int]) -> dict[int, Memory]:
+    def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]:
+        """The memories at ``seqs`` that still pass ``filters``.
+
+        Searching and reading are separate transactions: in between, another process
+        may forget a memory and a new one may take its seq. Filtering again means
+        such a newcomer is returned only if the query could have found it.
+        """
+        where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
             rows = select_in(
-                conn, f"SELECT seq, {_COLUMNS} FROM memories WHERE seq IN ({{marks}})", list(dict.fromkeys(seqs))
+                conn, f"SELECT seq, {_COLUMNS} FROM memories AS m WHERE {where} AND seq IN ({{marks}})",
+                list(dict.fromkeys(seqs)), params,
             )
         return {row["seq"]: row_to_memory(row) for row in rows}
 

@@ -1,0 +1,100 @@
+"""What stands for consolidated memories: recall's redirect to it, and forgetting it."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import Mnemosyne
+from mnemosyne.storage.base import Filters
+from mnemosyne.storage.sqlite import SQLiteStore
+
+DAY = 86_400.0
+OLD = time.time() - 10 * DAY
+
+MEETING = [
+    "The team discussed the new navigation bar layout for mobile screens.",
+    "Alice proposed a hamburger menu with three nested levels of links.",
+    "Bob objected that nested menus hurt accessibility for screen readers.",
+    "They agreed to prototype a flat menu and test it with five users.",
+]
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder="none") as instance:
+        yield instance
+
+
+def summarised_meeting(mem: Mnemosyne) -> tuple[list[str], str]:
+    ids = [mem.remember(text, source="chat", created_at=OLD + i * 60) for i, text in enumerate(MEETING)]
+    assert mem.sleep().summaries == 1
+    (summary,) = [m for m in mem.recall("menu", include_consolidated=True) if m.kind == "summary"]
+    assert {mem.get(i).status for i in ids} == {"consolidated"}
+    return ids, summary.id
+
+
+def test_forgetting_a_summary_makes_its_originals_findable_again(mem: Mnemosyne):
+    ids, summary = summarised_meeting(mem)
+    assert [m.id for m in mem.recall("hamburger menu accessibility")] == [summary]
+
+    mem.forget(summary)
+
+    assert {mem.get(i).status for i in ids} == {"active"}
+    assert {m.id for m in mem.recall("hamburger menu accessibility")} <= set(ids)
+    assert mem.recall("hamburger menu accessibility")
+    # No longer summarised, so the next sleep condenses them again.
+    assert mem.sleep().summaries == 1
+
+
+def test_forgetting_the_kept_copy_of_duplicates_brings_back_the_other(mem: Mnemosyne):
+    kept = mem.remember("The deploy key is stored in the vault under ops/deploy.", allow_duplicate=True)
+    copy = mem.remember("The deploy key is stored in the vault under ops/deploy.", allow_duplicate=True)
+    assert mem.sleep().merged == 1
+    assert mem.get(copy).status == "consolidated"
+
+    mem.forget(kept)
+
+    assert mem.get(copy).status == "active"
+    assert [m.id for m in mem.recall("deploy key vault")] == [copy]
+
+
+def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne):
+    old = mem.remember("The staging port is 8080.", created_at=OLD)
+    new = mem.remember("The staging port is 8443.", created_at=OLD + DAY)
+    assert mem.sleep().superseded == 1
+
+    mem.forget(new)
+
+    assert mem.get(old).status == "superseded"
+    assert mem.recall("staging port") == []
+
+
+def test_a_representative_failing_the_filters_gives_way_to_the_original(mem: Mnemosyne):
+    ids, summary = summarised_meeting(mem)
+
+    # The summary's source is "sleep" and it is dated at the meeting's start.
+    by_source = mem.recall("hamburger menu accessibility", source="chat")
+    assert summary not in {m.id for m in by_source}
+    assert {m.id for m in by_source} <= set(ids) and by_source
+
+    later = mem.recall("flat menu prototype", since=OLD + 150)
+    assert [m.id for m in later] == [ids[3]]
+
+
+def test_rows_read_after_search_are_filtered_again(tmp_path: Path):
+    # Recall searches and then reads rows by seq; a seq that another session's memory
+    # took in between must not be returned to a viewer who may not see it.
+    private = Mnemosyne(session_id="bob", db_path=tmp_path / "m.db", embedder="none")
+    secret = private.remember("Bob's salary is confidential.")
+    private.close()
+    store = SQLiteStore(tmp_path / "m.db")
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        (seq,) = conn.execute("SELECT seq FROM memories WHERE id = ?", (secret,)).fetchone()
+
+    assert store.memories_by_seq([seq], Filters(viewer_session="agent")) == {}
+    assert list(store.memories_by_seq([seq], Filters(viewer_session="bob"))) == [seq]
+    store.close()
