@@ -81,6 +81,28 @@ def test_identical_content_within_the_window_is_not_stored_twice(mem: Mnemosyne)
     assert mem.get_stats().total == 2
 
 
+def test_a_replayed_history_keeps_every_event(mem: Mnemosyne):
+    # The same words at two given times are two events, not a retry.
+    first, _, again = mem.remember_many([
+        {"content": "User: yes", "created_at": "2026-03-01T09:00:00Z"},
+        {"content": "Agent: shall I deploy to staging?", "created_at": "2026-03-01T09:05:00Z"},
+        {"content": "User: yes", "created_at": "2026-03-01T09:06:00Z"},
+    ])
+    assert again != first
+    assert mem.remember("User: yes", created_at="2026-03-01T09:00:00Z") == first  # a true retry
+    assert mem.remember("User: yes") not in (first, again)  # said now: a third event
+    assert mem.get_stats().total == 4
+
+
+def test_a_write_inside_an_episode_is_not_a_repeat_of_one_outside(mem: Mnemosyne):
+    outside = mem.remember("Agent: shall I deploy to staging?")
+    with mem.episode("deploy"):
+        inside = mem.remember("Agent: shall I deploy to staging?")
+        assert mem.remember("Agent: shall I deploy to staging?") == inside
+    assert inside != outside
+    assert ("deploy", 1) in [(e.label, e.size) for e in mem.episodes()]
+
+
 def test_duplicates_are_stored_when_asked_or_when_they_differ_in_scope(mem: Mnemosyne):
     first = mem.remember("repeat me")
     assert mem.remember("repeat me", allow_duplicate=True) != first

@@ -22,14 +22,20 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
             return found
     if memory.dedupe_since is not None:
         # Only a repeat is reused: the same text (up to case and spacing) with the same
-        # source, importance, metadata and expiry. A write that differs in anything
-        # else it stores would otherwise be silently dropped.
+        # source, importance, metadata, expiry and episode. A write that differs in
+        # anything else it stores would otherwise be silently dropped. So would a
+        # replayed event: "yes" said at 09:00 and again at 09:06 is two events, so an
+        # event time given by the caller must match too. A write without one (its
+        # event time is when it was recorded) repeats only a write without one.
+        implicit_time = memory.created_at == memory.recorded_at
         row = conn.execute(
             "SELECT id FROM memories WHERE content_hash = ? AND session_id = ? AND scope = ? "
             "AND kind = ? AND recorded_at >= ? AND source = ? AND importance = ? "
-            "AND metadata = ? AND valid_until IS ? ORDER BY recorded_at DESC LIMIT 1",
+            "AND metadata = ? AND valid_until IS ? AND episode_id IS ? "
+            "AND (created_at = ? OR (? AND created_at = recorded_at)) ORDER BY recorded_at DESC LIMIT 1",
             (memory.content_hash, memory.session_id, memory.scope, memory.kind, memory.dedupe_since,
-             memory.source, memory.importance, dump_json(memory.metadata), memory.valid_until),
+             memory.source, memory.importance, dump_json(memory.metadata), memory.valid_until,
+             memory.episode_id, memory.created_at, implicit_time),
         ).fetchone()
         if row is not None:
             return str(row[0])
