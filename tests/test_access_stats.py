@@ -1,4 +1,4 @@
-"""Recall never writes; hits are counted in batches that never fail a recall."""
+"""Recall hits are counted in batches that never fail a recall and are never lost at exit."""
 
 from __future__ import annotations
 
@@ -20,6 +20,28 @@ def test_recall_hits_are_counted_in_batches(tmp_path: Path):
         assert mem._store.access.pending() == 1  # held in memory, not written per recall
     with Mnemosyne(session_id="s", db_path=db) as mem:
         assert mem.get(memory_id).access_count == 5  # flushed on close
+
+
+RECALL_AND_EXIT = """
+import sys
+from mnemosyne import Mnemosyne
+def recall_twice():
+    mem = Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none")
+    mem.recall("deploy key")
+    mem.recall("deploy key")
+recall_twice()  # the instance is dropped without close()
+mem = Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none")
+mem.recall("deploy key")  # still open when the process exits
+"""
+
+
+def test_counts_are_written_when_an_instance_is_dropped_or_the_process_exits(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        memory_id = mem.remember("the deploy key rotates monthly")
+    subprocess.run([sys.executable, "-c", RECALL_AND_EXIT, str(db)], check=True, timeout=60)
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert mem.get(memory_id).access_count == 3
 
 
 def test_a_recall_does_not_change_the_file_until_a_batch_is_due(tmp_path: Path):

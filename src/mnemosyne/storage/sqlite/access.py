@@ -1,8 +1,10 @@
 """Access statistics for recall hits, written in small batches off the read path.
 
-A recall never writes. Hits are counted in memory and flushed, at most every
-``interval`` seconds or ``batch`` distinct memories, in one short transaction that
-waits at most ``lock_wait`` seconds for the write lock. If the lock is busy the
+Hits are counted in memory and flushed, at most every ``interval`` seconds or
+``batch`` distinct memories, in one short transaction that waits at most
+``lock_wait`` seconds for the write lock. What is still pending when the recorder is
+dropped or the process exits is flushed then: scripts and CLI commands often end
+without ``close()``. If the lock is busy the
 counts stay pending for the next flush; they are statistics, so a failure to record
 them is logged and never fails a recall. Pending counts are bounded (``max_pending``
 distinct memories) so a database that stays locked cannot grow memory without end.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 
 from ...errors import MnemosyneError
@@ -33,6 +36,9 @@ class AccessRecorder:
         self._pending: dict[str, list[float]] = {}  # id -> [hits, last access time]
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
+        # Holds what a flush needs but not the recorder, so the recorder can still be
+        # collected; runs when it is, or at exit, whichever comes first.
+        weakref.finalize(self, _flush_left_over, db, self._pending, self._lock)
 
     def record(self, memory_ids: Iterable[str]) -> None:
         """Count one access of each id; flush if a batch is due."""
@@ -58,32 +64,46 @@ class AccessRecorder:
     def flush(self, lock_wait: float | None = None) -> bool:
         """Write pending counts in one short transaction; False if they stay pending."""
         with self._lock:
-            batch, self._pending = self._pending, {}
             self._last_flush = time.monotonic()
-        if not batch:
-            return True
-        rows = [(int(hits), at, memory_id) for memory_id, (hits, at) in batch.items()]
         wait = self.lock_wait if lock_wait is None else lock_wait
-        try:
-            with self._db.write("record access statistics", deadline=wait) as conn:
-                # Forgotten memories simply match no row. Only these two columns
-                # change, so no index trigger fires.
-                conn.executemany(
-                    "UPDATE memories SET access_count = access_count + ?, "
-                    "last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
-                    "WHERE id = ?",
-                    rows,
-                )
-            return True
-        except MnemosyneError as exc:
-            log.debug("access statistics kept for later: %s", exc)
-            with self._lock:
-                for memory_id, (hits, at) in batch.items():
-                    entry = self._pending.get(memory_id)
-                    if entry is None:
-                        if len(self._pending) < self.max_pending:
-                            self._pending[memory_id] = [hits, at]
-                    else:
-                        entry[0] += hits
-                        entry[1] = max(entry[1], at)
-            return False
+        return _flush(self._db, self._pending, self._lock, wait, self.max_pending)
+
+
+def _flush(
+    db: Database, pending: dict[str, list[float]], lock: threading.Lock, lock_wait: float, max_pending: int
+) -> bool:
+    with lock:
+        batch = dict(pending)
+        pending.clear()  # the same dict, never a new one: the finalizer holds it
+    if not batch:
+        return True
+    rows = [(int(hits), at, memory_id) for memory_id, (hits, at) in batch.items()]
+    try:
+        with db.write("record access statistics", deadline=lock_wait) as conn:
+            # Forgotten memories simply match no row. Only these two columns
+            # change, so no index trigger fires.
+            conn.executemany(
+                "UPDATE memories SET access_count = access_count + ?, "
+                "last_accessed_at = max(coalesce(last_accessed_at, 0), ?) "
+                "WHERE id = ?",
+                rows,
+            )
+        return True
+    except MnemosyneError as exc:
+        log.debug("access statistics kept for later: %s", exc)
+        with lock:
+            for memory_id, (hits, at) in batch.items():
+                entry = pending.get(memory_id)
+                if entry is None:
+                    if len(pending) < max_pending:
+                        pending[memory_id] = [hits, at]
+                else:
+                    entry[0] += hits
+                    entry[1] = max(entry[1], at)
+        return False
+
+
+def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: threading.Lock) -> None:
+    """The last flush of a recorder dropped without close(), or still open at exit."""
+    if pending and not db.closed:
+        _flush(db, pending, lock, lock_wait=1.0, max_pending=len(pending))
