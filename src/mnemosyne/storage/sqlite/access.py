@@ -2,12 +2,12 @@
 
 Hits are counted in memory and flushed, at most every ``interval`` seconds or
 ``batch`` distinct memories, in one short transaction that waits at most
-``lock_wait`` seconds for the write lock. What is still pending when the recorder is
-dropped or the process exits is flushed then: scripts and CLI commands often end
-without ``close()``. If the lock is busy the
-counts stay pending for the next flush; they are statistics, so a failure to record
-them is logged and never fails a recall. Pending counts are bounded (``max_pending``
+``lock_wait`` seconds for the write lock. If the lock is busy the counts stay
+pending for the next flush; they are statistics, so a failure to record them is
+logged and never fails a recall. Pending counts are bounded (``max_pending``
 distinct memories) so a database that stays locked cannot grow memory without end.
+What is still pending when a recorder is dropped or the process exits is flushed
+then: scripts and CLI commands often end without ``close()``.
 """
 
 from __future__ import annotations
