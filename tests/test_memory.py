@@ -150,6 +150,12 @@ def test_memories_persist_across_processes(tmp_path: Path):
         assert [r.content for r in mem.recall("checkpoint step")] == ["checkpoint: step 3 of 7 done"]
 
 
+def test_an_in_memory_database_is_refused():
+    # Each SQLite connection to ":memory:" is a separate, empty database.
+    with pytest.raises(InvalidInputError, match="temporary folder"):
+        Mnemosyne(db_path=":memory:")
+
+
 def test_default_path_comes_from_the_environment(tmp_path: Path):
     code = "from mnemosyne import remember, recall, get_stats\nremember('via env')\nprint(get_stats().db_path)"
     env = {"MNEMOSYNE_DB": str(tmp_path / "env.db"), "PATH": "/usr/bin:/bin"}

@@ -79,6 +79,23 @@ def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, cap
         assert all(m.explanation["dense"] > 0 for m in hits)
 
 
+class ShortRowsEmbedder(HashEmbedder):
+    """Drops a row, as a misbehaving embedding server might."""
+
+    def embed(self, texts):
+        return super().embed(texts)[:-1]
+
+
+def test_an_embedder_returning_too_few_vectors_loses_no_write(tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=ShortRowsEmbedder(64)) as mem:
+        ids = mem.remember_many([f"release note {i} for the heron service" for i in range(3)])
+        assert len(set(ids)) == 3
+        assert len(mem.recall("heron release", top_k=10)) == 3
+    assert any("shape (2, 64) for 3 texts" in r.message for r in caplog.records)
+    assert vectors_in(db) == 0  # never a vector paired with the wrong memory
+
+
 def test_vectors_written_by_another_process_are_searched_without_reopening(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(session_id="reader", db_path=db, embedder=HashEmbedder(64)) as mem:

@@ -53,7 +53,7 @@ class EmbedderSlot:
             return None
         assert self.embedder is not None
         try:
-            vectors = self.embedder.embed(texts)
+            vectors = _checked(self.embedder.embed(texts), len(texts))
         except EmbedderError as exc:
             if self._failed_at is None:
                 log.warning(
@@ -66,6 +66,17 @@ class EmbedderSlot:
         self._failed_at = None
         self.signature = registry.signature(self.embedder)  # an HTTP model learns its dimension
         return vectors
+
+
+def _checked(vectors: np.ndarray, count: int) -> np.ndarray:
+    """``vectors`` if it holds one finite row per text: a server that drops or
+    garbles rows must not pair a vector with the wrong memory."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != count:
+        raise EmbedderError(f"the embedder returned vectors of shape {vectors.shape} for {count} texts")
+    if not np.isfinite(vectors).all():
+        raise EmbedderError("the embedder returned vectors with NaN or infinite values")
+    return vectors
 
 
 def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) -> EmbedderSlot:

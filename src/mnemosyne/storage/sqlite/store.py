@@ -481,6 +481,13 @@ def prepare_path(path: str | Path) -> Path:
     """Validate a database path and create its missing parent directories."""
     if not isinstance(path, (str, Path)) or not str(path).strip():
         raise InvalidInputError(f"db_path must be a non-empty str or Path, got {path!r}")
+    if str(path) == ":memory:":
+        # Each SQLite connection to ":memory:" is a database of its own, and recall
+        # reads on other threads: the memories would be neither shared nor kept.
+        raise InvalidInputError(
+            "db_path ':memory:' is not supported: Mnemosyne needs a file; for a throwaway "
+            "memory use a file in a temporary folder (tempfile.mkdtemp())"
+        )
     db_path = Path(path).expanduser()
     if db_path.is_dir():
         raise InvalidInputError(f"db_path {db_path} is a directory; pass a file path such as {db_path / 'memories.db'}")
