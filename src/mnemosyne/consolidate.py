@@ -35,6 +35,7 @@ from .core.consolidation import Plan, SleepPolicy, plan_consolidation
 from .core.ids import new_id
 from .core.summarise import _cut
 from .core.timeutil import from_timestamp
+from .core.validation import check_seconds, finite_number
 from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
 from .models import SleepReport
 from .storage.sqlite.consolidation import ConflictError, SleepStore
@@ -193,19 +194,24 @@ class SleepMixin:
     sleep_policy: SleepPolicy
     _auto_sleeper: AutoSleeper | None = None
 
-    def _init_sleep(self, policy: SleepPolicy | None, auto_sleep: bool | float | None) -> None:
-        if policy is not None and not isinstance(policy, SleepPolicy):
-            raise InvalidInputError("sleep_policy must be a mnemosyne.core.consolidation.SleepPolicy")
-        self.sleep_policy = policy or SleepPolicy()
-        self._sleeper = SleepStore(self._store)
+    @staticmethod
+    def _check_sleep_args(policy: object, auto_sleep: object) -> tuple[SleepPolicy, float | None]:
+        """The policy to use and the auto-sleep idle period (None: no auto-sleep)."""
+        policy = _check_policy(policy, "sleep_policy") or SleepPolicy()
         if auto_sleep is None or auto_sleep is False:
-            return
-        idle = DEFAULT_IDLE if auto_sleep is True else auto_sleep
-        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0:
+            return policy, None
+        idle = DEFAULT_IDLE if auto_sleep is True else finite_number(auto_sleep)
+        if idle is None or idle <= 0:
             raise InvalidInputError(
                 f"auto_sleep must be True, False/None or an idle period in seconds > 0, got {auto_sleep!r}"
             )
-        self._auto_sleeper = AutoSleeper(self.sleep, float(idle))
+        return policy, idle
+
+    def _init_sleep(self, policy: SleepPolicy, idle: float | None) -> None:
+        self.sleep_policy = policy
+        self._sleeper = SleepStore(self._store)
+        if idle is not None:
+            self._auto_sleeper = AutoSleeper(self.sleep, idle)
 
     def sleep(
         self,
@@ -230,12 +236,11 @@ class SleepMixin:
         """
         if summariser is not None and not callable(summariser):
             raise InvalidInputError("summariser must be a callable taking a list of texts and returning text")
-        if isinstance(summariser_timeout, bool) or not isinstance(summariser_timeout, (int, float)) \
-                or summariser_timeout <= 0:
-            raise InvalidInputError(f"summariser_timeout must be > 0 seconds, got {summariser_timeout!r}")
+        # A longer wait is an OverflowError inside the thread pool.
+        timeout = check_seconds(summariser_timeout, "summariser_timeout", positive=True, maximum=threading.TIMEOUT_MAX)
         report = run_sleep(
-            self._sleeper, policy or self.sleep_policy, summariser=summariser,
-            summariser_timeout=float(summariser_timeout), vectors=self._sleep_vectors, dry_run=dry_run,
+            self._sleeper, _check_policy(policy, "policy") or self.sleep_policy, summariser=summariser,
+            summariser_timeout=timeout, vectors=self._sleep_vectors, dry_run=dry_run,
         )
         if not dry_run:  # idle time is when to tidy the text indexes that recall reads
             try:
@@ -271,6 +276,14 @@ class SleepMixin:
     def _stop_auto_sleep(self) -> None:
         if self._auto_sleeper is not None:
             self._auto_sleeper.stop()
+
+
+def _check_policy(policy: object, name: str) -> SleepPolicy | None:
+    if policy is not None and not isinstance(policy, SleepPolicy):
+        raise InvalidInputError(
+            f"{name} must be a mnemosyne.core.consolidation.SleepPolicy or None, got {policy!r}"
+        )
+    return policy
 
 
 DEFAULT_IDLE = 300.0

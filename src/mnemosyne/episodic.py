@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .core.episodes import split_episodes
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
-from .core.validation import check_label
+from .core.validation import MAX_LIMIT, check_label, check_seconds
 from .errors import InvalidInputError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore
@@ -38,10 +38,12 @@ class EpisodicMixin:
     _store: SQLiteStore
     episode_gap: float = DEFAULT_EPISODE_GAP
 
+    @staticmethod
+    def _check_episode_gap(episode_gap: object) -> float:
+        return check_seconds(episode_gap, "episode_gap", positive=True)
+
     def _init_episodic(self, episode_gap: float) -> None:
-        if isinstance(episode_gap, bool) or not isinstance(episode_gap, (int, float)) or episode_gap <= 0:
-            raise InvalidInputError(f"episode_gap must be a positive number of seconds, got {episode_gap!r}")
-        self.episode_gap = float(episode_gap)
+        self.episode_gap = episode_gap
         self._episodic = EpisodicStore(self._store)
         # A context variable, so threads and asyncio tasks each have their own episode.
         self._current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -83,8 +85,10 @@ class EpisodicMixin:
         >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
         """
         since_ts, until_ts = self._time_range(since, until)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-            raise InvalidInputError(f"limit must be an integer >= 1 or None, got {limit!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
+            raise InvalidInputError(
+                f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {limit!r}"
+            )
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         return [m for m, _ in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
 

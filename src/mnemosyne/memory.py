@@ -30,6 +30,7 @@ from .core.validation import (
     check_seconds,
     check_top_k,
 )
+from .embedders import registry
 from .embedders.base import Embedder
 from .episodic import DEFAULT_EPISODE_GAP, EpisodicMixin
 from .errors import InvalidInputError
@@ -93,18 +94,23 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         sleep_policy: SleepPolicy | None = None,
         episode_gap: float = DEFAULT_EPISODE_GAP,
     ) -> None:
+        # Every argument is checked before the database is opened: a refused one must
+        # not leave a new file, new folders or a migrated schema behind.
         self.session_id = check_label(session_id, "session_id")
         self.dedupe_window = check_seconds(dedupe_window, "dedupe_window")
         busy_timeout = check_seconds(busy_timeout, "busy_timeout")
+        gap = self._check_episode_gap(episode_gap)
+        # auto_sleep: True (sleep after 5 idle minutes) or an idle period in seconds.
+        policy, idle = self._check_sleep_args(sleep_policy, auto_sleep)
+        requested = _resolve_embedder(embedder)
         self._store = SQLiteStore(
             default_db_path() if db_path is None else db_path, busy_timeout=busy_timeout
         )
         self.db_path = Path(self._store.path)
         try:
-            self._embedder = embedding.choose(embedder, self._store.recorded_embedder())
-            self._init_episodic(episode_gap)
-            # auto_sleep: True (sleep after 5 idle minutes) or an idle period in seconds.
-            self._init_sleep(sleep_policy, auto_sleep)
+            self._embedder = embedding.choose(requested, self._store.recorded_embedder())
+            self._init_episodic(gap)
+            self._init_sleep(policy, idle)
         except BaseException:
             self._store.close()
             raise
@@ -151,12 +157,20 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories in one transaction; return their ids in order.
 
-        Each item is the content string or a dict of :meth:`remember`'s arguments
-        (``idempotency_key`` and ``allow_duplicate`` included). Every item is
-        validated first: one bad item stores nothing.
+        ``items`` is a list (or other iterable) of items; each item is the content
+        string or a dict of :meth:`remember`'s arguments (``idempotency_key`` and
+        ``allow_duplicate`` included). Every item is validated first: one bad item
+        stores nothing.
 
         >>> mem.remember_many(["first event", {"content": "second", "importance": 0.9}])
         """
+        # A string or a dict is iterable too, and would be stored one character (or
+        # one key) at a time.
+        if isinstance(items, (str, bytes, bytearray, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidInputError(
+                f"remember_many takes a list of items, got a single {type(items).__name__}; "
+                "wrap it in a list (remember_many([item])) or call remember()"
+            )
         prepared = []
         for index, item in enumerate(items):
             fields = {"content": item} if isinstance(item, str) else item
@@ -466,6 +480,26 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             viewer_session=self.session_id, scope=scope, sources=sources,
             since=since_ts, until=until_ts, statuses=statuses,
         )
+
+
+def _resolve_embedder(requested: str | Embedder | None) -> str | Embedder | None:
+    """Build the embedder a spec (the argument, else ``$MNEMOSYNE_EMBEDDER``) names,
+    so a bad spec or a missing extra is refused before the database is touched.
+
+    None means "the one the database recorded"; that choice needs the database.
+    """
+    if requested is None:
+        requested = registry.requested_spec()
+    if requested is None:
+        return None
+    if isinstance(requested, str):
+        return registry.from_spec(requested) or registry.NONE
+    if not isinstance(requested, Embedder):
+        raise InvalidInputError(
+            f"embedder must be a spec such as 'local' or 'none', or an object with name, model, "
+            f"dimension and embed(texts), got {type(requested).__name__}"
+        )
+    return requested
 
 
 def _reporting(items: Iterable[T], progress: Progress, total: int | None) -> Iterator[T]:

@@ -28,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from .dedup import DupRules, duplicate_groups, fact_key
 from .episodes import split_episodes
 from .lexical import STOPWORDS, tokenize
 from .summarise import extractive_summary
+from .validation import finite_number
 
 DAY = 86_400.0
 
@@ -85,12 +87,25 @@ class SleepPolicy:
     strength_step: float = 0.05  # smaller strength changes are not written
 
     def __post_init__(self) -> None:
+        # A NaN would make every comparison in the planner false without a word.
+        for name in ("episode_gap", "summarise_after", "keep_importance", "represented_fraction",
+                     "half_life_days", "strength_step", "promote_importance"):
+            value = getattr(self, name)
+            if finite_number(value) is None and not (name == "promote_importance" and value is None):
+                raise InvalidInputError(f"SleepPolicy.{name} must be a finite number, got {value!r}")
         if self.episode_gap <= 0 or self.summarise_after < 0 or self.half_life_days <= 0:
-            raise ValueError("episode_gap and half_life_days must be > 0, summarise_after >= 0")
-        if self.min_episode_size < 2:
-            raise ValueError("min_episode_size must be >= 2")
+            raise InvalidInputError(
+                "SleepPolicy: episode_gap and half_life_days must be > 0, summarise_after >= 0; got "
+                f"episode_gap={self.episode_gap!r}, half_life_days={self.half_life_days!r}, "
+                f"summarise_after={self.summarise_after!r}"
+            )
+        size = self.min_episode_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 2:
+            raise InvalidInputError(f"SleepPolicy.min_episode_size must be an integer >= 2, got {size!r}")
         if self.consolidate not in ("represented", "all"):
-            raise ValueError("consolidate must be 'represented' or 'all'")
+            raise InvalidInputError(
+                f"SleepPolicy.consolidate must be 'represented' or 'all', got {self.consolidate!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

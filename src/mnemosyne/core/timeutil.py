@@ -10,33 +10,55 @@ from ..errors import InvalidInputError
 
 TimeLike = datetime | str | int | float
 
+# Every stored time is read back as a datetime, so only instants a datetime can hold
+# (years 1 to 9999, UTC) may be stored: one out of range would break every read.
+EARLIEST = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+END = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp() + 86_400.0  # year 10000 begins
+
 
 def to_timestamp(value: TimeLike, name: str) -> float:
     """Convert a user-supplied time to Unix seconds (UTC).
 
     A naive datetime (or ISO text without an offset) is taken as UTC, so the same
-    input means the same instant on every machine.
+    input means the same instant on every machine. Times outside the years 1 to 9999
+    (UTC) are refused.
+
+    >>> to_timestamp("2026-04-01T09:30:00Z", "created_at")
+    1775035800.0
     """
     if isinstance(value, bool):
         raise InvalidInputError(f"{name} must be a datetime, ISO 8601 text or Unix seconds, not a bool")
+    seconds: int | float
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInputError(f"{name} must be a finite number of Unix seconds, got {value!r}")
-        return float(value)
-    if isinstance(value, str):
+        seconds = value  # an int stays exact: one too large for a float fails the range check
+    elif isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError as exc:
             raise InvalidInputError(
                 f"{name}={value!r} is not ISO 8601; use e.g. '2026-04-01T09:30:00+00:00'"
             ) from exc
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.timestamp()
-    raise InvalidInputError(
-        f"{name} must be a datetime, ISO 8601 text or Unix seconds, not {type(value).__name__}"
-    )
+        seconds = _utc_seconds(parsed)
+    elif isinstance(value, datetime):
+        seconds = _utc_seconds(value)
+    else:
+        raise InvalidInputError(
+            f"{name} must be a datetime, ISO 8601 text or Unix seconds, not {type(value).__name__}"
+        )
+    if not EARLIEST <= seconds < END:
+        raise InvalidInputError(
+            f"{name}={value!r} is outside the years 1 to 9999 (UTC) that a date can hold; "
+            f"pass a time from {EARLIEST:.0f} to {END - 1:.0f} Unix seconds"
+        )
+    return float(seconds)
+
+
+def _utc_seconds(value: datetime) -> float:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
 
 
 def optional_timestamp(value: TimeLike | None, name: str) -> float | None:

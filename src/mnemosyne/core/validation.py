@@ -10,6 +10,38 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..models import SCOPES
 
+# recall ranks 5 * top_k candidates per signal; beyond this a ranking means nothing
+# and the query only grows slow.
+MAX_TOP_K = 10_000
+# timeline(limit=None) returns every event; a number above this is almost surely a
+# mistake (and above 2**63 SQLite cannot take it at all).
+MAX_LIMIT = 1_000_000
+
+
+def finite_number(value: object) -> float | None:
+    """``value`` as a finite float, or None for anything else (bools, NaN, ±inf,
+    text, and ints too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def check_text(value: str, name: str) -> str:
+    """Refuse text that UTF-8 cannot encode (lone surrogates, e.g. from a bad decode):
+    SQLite and JSON could not store it, and the error would surface mid-write."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{name} contains a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+            "which UTF-8 cannot store; decode the text with errors='replace' or remove it"
+        ) from exc
+    return value
+
 
 def check_content(content: object) -> str:
     if not isinstance(content, str):
@@ -21,16 +53,16 @@ def check_content(content: object) -> str:
         raise InvalidInputError("content is empty; pass the text you want remembered")
     if "\x00" in content:
         raise InvalidInputError("content contains a NUL character; remove it before storing")
-    return content
+    return check_text(content, "content")
 
 
 def check_importance(importance: object) -> float:
     if isinstance(importance, bool) or not isinstance(importance, (int, float)):
         raise InvalidInputError(f"importance must be a number in [0, 1], got {importance!r}")
-    value = float(importance)
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
+    # Compared before float(): NaN fails it, and a huge int never reaches float().
+    if not 0 <= importance <= 1:
         raise InvalidInputError(f"importance must be in [0, 1], got {importance!r}")
-    return value
+    return float(importance)
 
 
 def check_scope(scope: object) -> str:
@@ -45,7 +77,7 @@ def check_label(value: object, name: str) -> str:
         raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
     if "\x00" in value:
         raise InvalidInputError(f"{name} contains a NUL character")
-    return value
+    return check_text(value, name)
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
@@ -61,6 +93,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
             f"metadata must be JSON-serialisable (str keys; str, number, bool, None, list, "
             f"dict values; no NaN): {exc}"
         ) from exc
+    check_text(text, "metadata")
     loaded: dict[str, Any] = json.loads(text)
     if loaded != metadata:
         # e.g. int keys silently become strings, tuples become lists: refuse rather
@@ -73,8 +106,8 @@ def check_metadata(metadata: object) -> dict[str, Any]:
 
 
 def check_top_k(top_k: object) -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise InvalidInputError(f"top_k must be an integer >= 1, got {top_k!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K:_}, got {top_k!r}")
     return top_k
 
 
@@ -83,12 +116,15 @@ def check_query(query: object) -> str:
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
     if not query.strip():
         raise InvalidInputError("query is empty; describe what you want to recall")
-    return query
+    return check_text(query, "query")
 
 
-def check_seconds(value: object, name: str) -> float:
-    """A finite, non-negative number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
-            or math.isinf(value) or value < 0:
-        raise InvalidInputError(f"{name} must be a number of seconds >= 0, got {value!r}")
-    return float(value)
+def check_seconds(value: object, name: str, *, positive: bool = False, maximum: float = math.inf) -> float:
+    """A finite number of seconds: >= 0 (> 0 if ``positive``), at most ``maximum``."""
+    seconds = finite_number(value)
+    if seconds is None or seconds < 0 or (positive and seconds == 0) or seconds > maximum:
+        bounds = "> 0" if positive else ">= 0"
+        if maximum != math.inf:
+            bounds += f" and <= {maximum:.0f}"
+        raise InvalidInputError(f"{name} must be a finite number of seconds {bounds}, got {value!r}")
+    return seconds

@@ -1,0 +1,233 @@
+"""Values no datetime, float, SQLite integer or UTF-8 can hold: refused up front, typed.
+
+Each case once stored something that broke later reads, or escaped as an untyped
+OverflowError / UnicodeEncodeError / AttributeError. Now each is an
+InvalidInputError and nothing is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
+
+pytestmark = pytest.mark.usefixtures("lexical_only")  # validation, not ranking: no model
+
+NAN = float("nan")
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    with Mnemosyne(session_id="s", db_path=tmp_path / "m.db") as instance:
+        instance.remember("existing memory about the deploy")
+        yield instance
+
+
+def contents(mem: Mnemosyne) -> list[str]:
+    return [m.content for m in mem.timeline(limit=None)]
+
+
+def assert_still_readable(mem: Mnemosyne, tmp_path: Path) -> None:
+    """The reads an out-of-range time used to break for the whole session."""
+    assert contents(mem) == ["existing memory about the deploy"]
+    assert [m.content for m in mem.recall("deploy")] == ["existing memory about the deploy"]
+    assert len(mem.episodes()) == 1
+    assert mem.export_jsonl(tmp_path / "out.jsonl") == 1
+
+
+# -- times a datetime cannot hold ------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("created_at", 1e20),
+        pytest.param("created_at", 10**400, id="created_at-10**400"),  # too large even for a float
+        ("created_at", -1e12),  # before year 1
+        ("created_at", "9999-12-31T23:00:00-05:00"),  # year 10000 in UTC
+        ("created_at", datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))),  # year 0 in UTC
+        ("valid_until", 1e300),
+    ],
+)
+def test_times_outside_years_1_to_9999_are_refused(mem: Mnemosyne, tmp_path: Path, field: str, value: Any):
+    with pytest.raises(InvalidInputError, match=f"{field}=.*years 1 to 9999") as info:
+        mem.remember("far future note", **{field: value})
+    assert repr(value)[:20] in str(info.value)
+    assert_still_readable(mem, tmp_path)
+
+
+def test_the_first_and_last_days_a_datetime_holds_are_accepted(mem: Mnemosyne):
+    first = mem.remember("the first day", created_at="0001-01-01T00:00:00Z")
+    last = mem.remember("the last day", created_at="9999-12-31T23:59:59Z", valid_until="9999-12-31")
+    assert mem.get(first).created_at == datetime(1, 1, 1, tzinfo=timezone.utc)
+    assert mem.get(last).created_at == datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+    assert len(mem.timeline()) == 3
+
+
+@pytest.mark.parametrize("field", ["created_at", "recorded_at", "valid_until"])
+def test_import_refuses_out_of_range_times_and_imports_nothing(mem: Mnemosyne, tmp_path: Path, field: str):
+    good = {
+        "id": "0190aaaa-0000-7000-8000-000000000001", "content": "imported fact", "source": "import",
+        "importance": 0.4, "scope": "session", "session_id": "s",
+        "created_at": "2020-01-02T03:04:05+00:00", "recorded_at": "2020-01-02T03:04:06+00:00",
+    }
+    bad = {**good, "id": "0190aaaa-0000-7000-8000-000000000002", field: 1e20}
+    path = tmp_path / "huge.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in (good, bad)) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match=f"huge.jsonl:2: {field}=1e\\+20 is outside"):
+        mem.import_jsonl(path)
+    assert_still_readable(mem, tmp_path)
+
+
+# -- remember_many given one item instead of a list ------------------------------------
+
+@pytest.mark.parametrize("items", ["hello", b"hello", {"content": "the x"}])
+def test_remember_many_refuses_a_single_string_or_dict(mem: Mnemosyne, items: Any):
+    with pytest.raises(InvalidInputError, match="list of items.*remember_many\\(\\[item\\]\\)"):
+        mem.remember_many(items)
+    assert contents(mem) == ["existing memory about the deploy"]
+
+
+# -- constructor arguments refused before the database is touched ----------------------
+
+BAD_CONSTRUCTOR_ARGS = [
+    ({"episode_gap": 0}, "episode_gap"),
+    ({"episode_gap": NAN}, "episode_gap"),
+    ({"episode_gap": float("inf")}, "episode_gap"),
+    ({"auto_sleep": "yes"}, "auto_sleep"),
+    ({"auto_sleep": NAN}, "auto_sleep"),
+    ({"sleep_policy": "fast"}, "sleep_policy"),
+    ({"embedder": "bogus-spec"}, "unknown embedder 'bogus-spec'"),
+    ({"embedder": 5}, "embedder must be"),
+    pytest.param({"dedupe_window": 10**400}, "dedupe_window", id="dedupe_window-10**400"),
+    ({"busy_timeout": NAN}, "busy_timeout"),
+    ({"session_id": "\ud800"}, "session_id contains a lone surrogate"),
+]
+
+
+@pytest.mark.parametrize("kwargs, message", BAD_CONSTRUCTOR_ARGS)
+def test_bad_constructor_arguments_create_nothing(tmp_path: Path, kwargs: dict[str, Any], message: str):
+    db = tmp_path / "new" / "folders" / "memories.db"
+    with pytest.raises(InvalidInputError, match=message):
+        Mnemosyne(db_path=db, **kwargs)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kwargs, message", BAD_CONSTRUCTOR_ARGS)
+def test_bad_constructor_arguments_leave_an_old_database_unmigrated(
+    tmp_path: Path, kwargs: dict[str, Any], message: str
+):
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURES / "schema_v1.db", db)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    with pytest.raises(InvalidInputError, match=message):
+        Mnemosyne(db_path=db, **kwargs)
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
+
+
+def test_a_bad_embedder_in_the_environment_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER", "bogus-spec")
+    with pytest.raises(InvalidInputError, match="unknown embedder"):
+        Mnemosyne(db_path=tmp_path / "memories.db")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- numbers too large, NaN, and text UTF-8 cannot hold ---------------------------------
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        pytest.param({"importance": 10**400}, r"importance must be in \[0, 1\]", id="importance-10**400"),
+        pytest.param({"created_at": 10**400}, "created_at=.*years 1 to 9999", id="created_at-10**400"),
+        ({"content": "bad \ud800 text"}, "content contains a lone surrogate '\\\\ud800' at position 4"),
+        ({"source": "\udc00"}, "source contains a lone surrogate"),
+        ({"metadata": {"k": "\ud800"}}, "metadata contains a lone surrogate"),
+        ({"metadata": {"\ud800": "key"}}, "metadata contains a lone surrogate"),
+        ({"idempotency_key": "key-\ud800"}, "idempotency_key contains a lone surrogate"),
+    ],
+)
+def test_unstorable_values_are_refused_and_nothing_is_stored(mem: Mnemosyne, kwargs: dict[str, Any], message: str):
+    fields = {"content": "a new memory", **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        mem.remember(**fields)
+    with pytest.raises(InvalidInputError, match=message):
+        mem.remember_many(["a fine item", fields])
+    assert contents(mem) == ["existing memory about the deploy"]
+
+
+def test_update_refuses_unstorable_values_and_changes_nothing(mem: Mnemosyne):
+    memory_id = mem.timeline()[0].id
+    for changes in ({"content": "\ud800"}, {"importance": 10**400}, {"metadata": {"k": "\udfff"}}):
+        with pytest.raises(InvalidInputError):
+            mem.update(memory_id, **changes)
+    memory = mem.get(memory_id)
+    assert (memory.content, memory.importance, memory.metadata) == ("existing memory about the deploy", 0.5, {})
+
+
+@pytest.mark.parametrize("top_k", [10_001, 2**62, 10**20])
+def test_recall_refuses_top_k_above_10_000(mem: Mnemosyne, top_k: int):
+    with pytest.raises(InvalidInputError, match="top_k must be an integer from 1 to 10_000"):
+        mem.recall("deploy", top_k=top_k)
+
+
+def test_recall_accepts_top_k_10_000(mem: Mnemosyne):
+    assert len(mem.recall("deploy", top_k=10_000)) == 1
+
+
+def test_recall_refuses_a_query_utf8_cannot_hold(mem: Mnemosyne):
+    with pytest.raises(InvalidInputError, match="query contains a lone surrogate"):
+        mem.recall("deploy \ud800")
+
+
+@pytest.mark.parametrize("limit", [1_000_001, 2**62, 10**20])
+def test_timeline_refuses_a_limit_above_a_million(mem: Mnemosyne, limit: int):
+    with pytest.raises(InvalidInputError, match="limit must be an integer from 1 to 1_000_000, or None"):
+        mem.timeline(limit=limit)
+
+
+# -- sleep options -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"policy": "bad"}, "policy must be a mnemosyne.core.consolidation.SleepPolicy"),
+        ({"summariser_timeout": NAN}, "summariser_timeout"),
+        ({"summariser_timeout": float("inf")}, "summariser_timeout"),
+        ({"summariser_timeout": 1e300}, "summariser_timeout"),  # too long for a thread to wait
+        pytest.param({"summariser_timeout": 10**400}, "summariser_timeout", id="summariser_timeout-10**400"),
+    ],
+)
+def test_sleep_refuses_bad_options_and_runs_nothing(mem: Mnemosyne, kwargs: dict[str, Any], message: str):
+    with pytest.raises(InvalidInputError, match=message):
+        mem.sleep(summariser=lambda texts: "summary", **kwargs)
+    assert mem.get_stats().last_sleep_at is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"episode_gap": NAN}, "episode_gap must be a finite number"),
+        ({"half_life_days": float("inf")}, "half_life_days must be a finite number"),
+        ({"keep_importance": NAN}, "keep_importance must be a finite number"),
+        ({"promote_importance": NAN}, "promote_importance must be a finite number"),
+        ({"summarise_after": -1}, "summarise_after >= 0"),
+        ({"min_episode_size": 1}, "min_episode_size must be an integer >= 2"),
+        ({"consolidate": "some"}, "consolidate must be 'represented' or 'all'"),
+    ],
+)
+def test_sleep_policy_refuses_bad_fields_with_a_typed_error(kwargs: dict[str, Any], message: str):
+    with pytest.raises(InvalidInputError, match=message):
+        SleepPolicy(**kwargs)
+
+
+def test_sleep_policy_still_takes_no_promotion_by_importance():
+    assert SleepPolicy(promote_importance=None).promote_importance is None
