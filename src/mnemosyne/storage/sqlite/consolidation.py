@@ -19,12 +19,15 @@ from typing import Any
 from ...core.consolidation import Plan, Record
 from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
-from .rows import audit, dump_json
+from .context_index import refresh_contexts
+from .rows import audit, dump_json, select_in
 from .store import SQLiteStore
 
 SLEEP_LEASE = "sleep"
 # Columns sleep may change on an existing memory (and undo restores).
 _MUTABLE = ("status", "scope", "importance", "strength", "occurrences", "last_seen_at", "created_at")
+# Columns that decide which context windows an event is in (every status is an event).
+_PLACES = {"scope", "created_at"}
 _RECORD_SQL = (
     "SELECT id, session_id, scope, kind, status, content, content_hash, importance, created_at, "
     "valid_until, access_count, last_accessed_at, strength, occurrences, last_seen_at, episode_id, "
@@ -121,17 +124,22 @@ class SleepStore:
             self._check_unchanged(conn, touched, snapshot.updated_at)
             active_before = _active(conn)
             undo: dict[str, Any] = {"updates": {}, "inserted": []}
+            moved = _Moved()
             for memory_id, changes in plan.updates.items():
                 columns = [c for c in _MUTABLE if c in changes]
                 old = conn.execute(
                     f"SELECT {', '.join(columns)}, updated_at FROM memories WHERE id = ?", (memory_id,)
                 ).fetchone()
                 undo["updates"][memory_id] = dict(old)
+                if _PLACES & set(columns):
+                    moved.note(conn, memory_id)
                 assignments = ", ".join(c + " = ?" for c in columns)
                 conn.execute(
                     f"UPDATE memories SET {assignments}, updated_at = ? WHERE id = ?",
                     (*(changes[c] for c in columns), now, memory_id),
                 )
+                if _PLACES & set(columns):
+                    moved.note(conn, memory_id)
             for summary in plan.summaries:
                 memory_id = new_ids[summary.key]
                 self._store._insert_one(conn, NewMemory(
@@ -148,6 +156,10 @@ class SleepStore:
                     (summary.strength, summary.last_seen_at, summary.episode_id, memory_id),
                 )
                 undo["inserted"].append(memory_id)
+                moved.note(conn, memory_id)
+            # A memory promoted to global must stop carrying its session's private
+            # neighbours in its window, and its new global neighbours must see it.
+            moved.refresh(conn)
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_links (src_id, dst_id, kind, run_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -205,18 +217,63 @@ class SleepStore:
                         f"sleep run {later_id!r} ran after {run_id!r} and built on it; undo it first"
                     )
             undo = json.loads(row["undo"])
+            _refuse_if_changed_since(conn, run_id, row["finished_at"], [*undo["inserted"], *undo["updates"]])
+            moved = _Moved()
             for memory_id in undo["inserted"]:
+                moved.note(conn, memory_id)
                 conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute("DELETE FROM memory_links WHERE run_id = ?", (run_id,))
             for memory_id, old in undo["updates"].items():
+                if _PLACES & set(old):
+                    moved.note(conn, memory_id)
                 conn.execute(
                     f"UPDATE memories SET {', '.join(c + ' = ?' for c in old)} WHERE id = ?",
                     (*old.values(), memory_id),
                 )
+                if _PLACES & set(old):
+                    moved.note(conn, memory_id)
+            moved.refresh(conn)
             conn.execute("UPDATE sleep_runs SET status = 'undone' WHERE id = ?", (run_id,))
             audit(conn, "undo_sleep", None, None, {"run": run_id})
             report: dict[str, Any] = json.loads(row["report"])
         return report
+
+
+class _Moved:
+    """Where events were and are, per session, so each session's windows are
+    rewritten once after every change of a sleep or an undo."""
+
+    def __init__(self) -> None:
+        self._positions: dict[str, list[tuple[float, int]]] = {}
+        self._had_global: set[str] = set()
+
+    def note(self, conn: sqlite3.Connection, memory_id: str) -> None:
+        """Record where ``memory_id`` is now (call before and after moving it)."""
+        row = conn.execute(
+            "SELECT session_id, scope, created_at, seq FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
+        self._positions.setdefault(row["session_id"], []).append((row["created_at"], row["seq"]))
+        if row["scope"] == "global":
+            self._had_global.add(row["session_id"])
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        for session_id, positions in self._positions.items():
+            refresh_contexts(conn, session_id, positions, was_global=session_id in self._had_global)
+
+
+def _refuse_if_changed_since(conn: sqlite3.Connection, run_id: str, finished_at: float, ids: list[str]) -> None:
+    """Refuse to undo a run over later edits: putting back the old columns would
+    silently revert them. The run stamped every row it wrote with its finish time."""
+    rows = select_in(conn, "SELECT id, updated_at FROM memories WHERE id IN ({marks})", ids)
+    stamps = {row["id"]: row["updated_at"] for row in rows}
+    changed = [memory_id for memory_id in ids if stamps.get(memory_id) != finished_at]
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        raise InvalidInputError(
+            f"sleep run {run_id!r} was not undone: {len(changed)} memories it wrote were edited or "
+            f"forgotten since ({shown}), and undoing it would silently revert that; nothing was "
+            "changed. Edit or forget its summaries one by one instead"
+        )
 
 
 def _changes_something(undo: dict[str, Any]) -> bool:

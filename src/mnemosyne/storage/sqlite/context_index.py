@@ -1,7 +1,8 @@
 """Keeping the episode-context index (``memories_context_fts``) in step with the rows.
 
 Called inside the write transaction that changed a session's events, so a memory
-and the windows of its neighbours always commit together.
+and the windows of its neighbours always commit together. Rewriting only the
+windows near a change gives exactly what rebuilding every window would.
 """
 
 from __future__ import annotations
@@ -14,34 +15,28 @@ from ...core.context import RADIUS, Event, windows
 _EVENT_COLUMNS = "seq, content, scope, created_at"
 
 
-def refresh_contexts(conn: sqlite3.Connection, session_id: str, positions: Iterable[tuple[float, int]]) -> None:
+def refresh_contexts(
+    conn: sqlite3.Connection, session_id: str, positions: Iterable[tuple[float, int]], *, was_global: bool = False
+) -> None:
     """Rewrite the windows that changed because events at ``positions`` were added,
-    edited or removed. A position is ``(created_at, seq)``, the event order key."""
-    keys = sorted(positions)
+    edited or removed. A position is ``(created_at, seq)``, the event order key.
+
+    A session memory's window counts every neighbour, but a global memory's counts
+    only global ones, which may lie any number of events away; so global windows are
+    rewritten too when a global event changed. An event still stored shows its
+    scope; a removed one may have been global; ``was_global`` says that an event now
+    stored as a session memory was global before this transaction.
+
+    >>> refresh_contexts(conn, "agent", [(row["created_at"], row["seq"])])
+    """
+    keys = sorted(set(positions))
     if not keys:
         return
-    low, high = keys[0], keys[-1]
-    # Windows change up to RADIUS events around the edit; computing those windows
-    # needs RADIUS more events beyond them.
-    reach = 2 * RADIUS
-    before = conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'episodic' "
-        "AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?",
-        (session_id, *low, reach),
-    ).fetchall()[::-1]
-    middle = conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'episodic' "
-        "AND (created_at, seq) >= (?, ?) AND (created_at, seq) <= (?, ?) ORDER BY created_at, seq",
-        (session_id, *low, *high),
-    ).fetchall()
-    after = conn.execute(
-        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'episodic' "
-        "AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?",
-        (session_id, *high, reach),
-    ).fetchall()
-    rows = before + middle + after
-    changed = rows[max(0, len(before) - RADIUS) : len(before) + len(middle) + RADIUS]
-    _write(conn, rows, {row["seq"] for row in changed})
+    texts, events = _windows_near(conn, session_id, keys, globals_only=False)
+    scope_at = {(row["created_at"], row["seq"]): row["scope"] for row in events}
+    if was_global or any(scope_at.get(key, "global") == "global" for key in keys):
+        texts.update(_windows_near(conn, session_id, keys, globals_only=True)[0])
+    _write(conn, texts)
 
 
 def refresh_all_contexts(conn: sqlite3.Connection) -> None:
@@ -54,14 +49,45 @@ def refresh_all_contexts(conn: sqlite3.Connection) -> None:
             "ORDER BY created_at, seq",
             (session_id,),
         ).fetchall()
-        _write(conn, rows, {row["seq"] for row in rows})
+        _write(conn, windows([Event(row["seq"], row["content"], row["scope"]) for row in rows]))
 
 
-def _write(conn: sqlite3.Connection, rows: list[sqlite3.Row], targets: set[int]) -> None:
-    events = [Event(row["seq"], row["content"], row["scope"]) for row in rows]
-    texts = windows(events)
-    conn.executemany("DELETE FROM memories_context_fts WHERE rowid = ?", [(seq,) for seq in targets])
+def _windows_near(
+    conn: sqlite3.Connection, session_id: str, keys: list[tuple[float, int]], *, globals_only: bool
+) -> tuple[dict[int, str], list[sqlite3.Row]]:
+    """The session windows (or, ``globals_only``, the global ones) near ``keys``,
+    and the events from the first key to the last."""
+    low, high = keys[0], keys[-1]
+    where = "session_id = ? AND kind = 'episodic'" + (" AND scope = 'global'" if globals_only else "")
+    # Windows change up to RADIUS events around the edit; computing those windows
+    # needs RADIUS more events beyond them.
+    reach = 2 * RADIUS
+    before = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE {where} "
+        "AND (created_at, seq) < (?, ?) ORDER BY created_at DESC, seq DESC LIMIT ?",
+        (session_id, *low, reach),
+    ).fetchall()[::-1]
+    middle = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE {where} "
+        "AND (created_at, seq) >= (?, ?) AND (created_at, seq) <= (?, ?) ORDER BY created_at, seq",
+        (session_id, *low, *high),
+    ).fetchall()
+    after = conn.execute(
+        f"SELECT {_EVENT_COLUMNS} FROM memories WHERE {where} "
+        "AND (created_at, seq) > (?, ?) ORDER BY created_at, seq LIMIT ?",
+        (session_id, *high, reach),
+    ).fetchall()
+    rows = before + middle + after
+    near = rows[max(0, len(before) - RADIUS) : len(before) + len(middle) + RADIUS]
+    texts = windows([Event(row["seq"], row["content"], row["scope"]) for row in rows])
+    return {row["seq"]: texts[row["seq"]] for row in near if (row["scope"] == "global") == globals_only}, middle
+
+
+def _write(conn: sqlite3.Connection, texts: dict[int, str]) -> None:
+    # One delete batch, then one insert batch, in rowid order: FTS5 flushes its
+    # pending terms to disk when a write goes back below a rowid it already holds.
+    seqs = sorted(texts)
+    conn.executemany("DELETE FROM memories_context_fts WHERE rowid = ?", [(seq,) for seq in seqs])
     conn.executemany(
-        "INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)",
-        [(seq, texts[seq]) for seq in targets],
+        "INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)", [(seq, texts[seq]) for seq in seqs]
     )
