@@ -171,8 +171,16 @@ def test_open_and_recent_episodes_are_not_summarised():
     recent = [record(10 + i, f"recent event number {i} about invoices", NOW - 600 + i) for i in range(4)]
     explicit = [record(20 + i, f"explicit event {i} of the deploy", NOW - 3 * DAY + 5000 + i,
                        episode_id="ep-open") for i in range(4)]
-    plan = plan_consolidation(old + recent + explicit, NOW, open_episodes={"ep-open"})
+    plan = plan_consolidation(old + recent + explicit, NOW, open_episodes={"ep-open": NOW})
     assert [s.sources for s in plan.summaries] == [tuple(r.id for r in old)]
+
+
+def test_an_open_episode_silent_for_long_counts_as_abandoned():
+    explicit = [record(i, f"explicit event {i} of the deploy", NOW - 30 * DAY + i, episode_id="ep")
+                for i in range(4)]
+    for last_write, summaries in ((NOW - 8 * DAY, 1), (NOW - 6 * DAY, 0)):
+        plan = plan_consolidation(explicit, NOW, open_episodes={"ep": last_write})
+        assert len(plan.summaries) == summaries
 
 
 def test_important_sources_stay_active_beside_their_summary():

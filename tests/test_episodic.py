@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -108,3 +111,31 @@ def test_recall_context_attaches_neighbours_without_changing_ranking(mem: Mnemos
     assert wide.to_dict()["context"][0]["content"] == "the database failover started"
     with pytest.raises(InvalidInputError):
         mem.recall("failover", context=-1)
+
+
+CRASH_INSIDE_AN_EPISODE = """
+import os, sys, time
+from mnemosyne import Mnemosyne
+mem = Mnemosyne(session_id="ops", db_path=sys.argv[1], embedder="none")
+start = time.time() - 10 * 86400
+with mem.episode("deploy v2"):
+    for i, text in enumerate(["Started the v2 rollout on the canary hosts.",
+                              "Canary error rate stayed flat for an hour.",
+                              "Rolled v2 out to every region without incident."]):
+        mem.remember(text, created_at=start + i * 60)
+    os._exit(1)  # killed inside the block: the episode is never ended
+"""
+
+
+@pytest.mark.parametrize(("abandoned_after", "summaries"), [(0.0, 1), (86_400.0, 0)])
+def test_an_episode_left_open_by_a_dead_process_is_summarised_once_abandoned(
+    tmp_path: Path, abandoned_after: float, summaries: int
+):
+    db = tmp_path / "m.db"
+    crashed = subprocess.run([sys.executable, "-c", CRASH_INSIDE_AN_EPISODE, str(db)], timeout=60)
+    assert crashed.returncode == 1
+    with Mnemosyne(session_id="ops", db_path=db, embedder="none") as mem:
+        assert [(e.label, e.size, e.closed) for e in mem.episodes()] == [("deploy v2", 3, False)]
+        # Its events are dated 10 days ago, but it was written to just now: only a
+        # policy that gives up on open episodes at once summarises it yet.
+        assert mem.sleep(policy=SleepPolicy(abandoned_after=abandoned_after)).summaries == summaries

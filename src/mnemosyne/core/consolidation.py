@@ -69,6 +69,10 @@ class SleepPolicy:
 
     episode_gap: float = 1800.0  # seconds of silence that end an episode
     summarise_after: float = DAY  # an episode is summarised once it ended this long ago
+    # An explicit episode whose ``with`` block never ended (its process died) counts
+    # as ended once nothing was written to it for this long: a restart must not
+    # keep it from being summarised forever.
+    abandoned_after: float = 7 * DAY
     min_episode_size: int = 3
     summary_max_chars: int = 1000
     summary_max_sentences: int = 8
@@ -88,16 +92,17 @@ class SleepPolicy:
 
     def __post_init__(self) -> None:
         # A NaN would make every comparison in the planner false without a word.
-        for name in ("episode_gap", "summarise_after", "keep_importance", "represented_fraction",
-                     "half_life_days", "strength_step", "promote_importance"):
+        for name in ("episode_gap", "summarise_after", "abandoned_after", "keep_importance",
+                     "represented_fraction", "half_life_days", "strength_step", "promote_importance"):
             value = getattr(self, name)
             if finite_number(value) is None and not (name == "promote_importance" and value is None):
                 raise InvalidInputError(f"SleepPolicy.{name} must be a finite number, got {value!r}")
-        if self.episode_gap <= 0 or self.summarise_after < 0 or self.half_life_days <= 0:
+        if self.episode_gap <= 0 or self.summarise_after < 0 or self.half_life_days <= 0 or self.abandoned_after < 0:
             raise InvalidInputError(
-                "SleepPolicy: episode_gap and half_life_days must be > 0, summarise_after >= 0; got "
-                f"episode_gap={self.episode_gap!r}, half_life_days={self.half_life_days!r}, "
-                f"summarise_after={self.summarise_after!r}"
+                "SleepPolicy: episode_gap and half_life_days must be > 0, summarise_after and "
+                f"abandoned_after >= 0; got episode_gap={self.episode_gap!r}, "
+                f"half_life_days={self.half_life_days!r}, summarise_after={self.summarise_after!r}, "
+                f"abandoned_after={self.abandoned_after!r}"
             )
         size = self.min_episode_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 2:
@@ -157,7 +162,7 @@ def plan_consolidation(
     *,
     vectors: Mapping[str, np.ndarray] | None = None,
     summarised: Collection[str] = (),
-    open_episodes: Collection[str] = (),
+    open_episodes: Mapping[str, float] | None = None,
     episode_labels: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide what one sleep changes; pure and deterministic.
@@ -165,7 +170,8 @@ def plan_consolidation(
     ``memories``: every stored memory (only ``active`` ones are acted on).
     ``vectors``: optional embedding per memory id for the near-duplicate rule.
     ``summarised``: ids already linked from a summary (never summarised twice).
-    ``open_episodes``: explicit episodes whose ``with`` block has not ended.
+    ``open_episodes``: explicit episodes whose ``with`` block has not ended, with
+    when each was last written to (its start, if never).
 
     >>> plan = plan_consolidation(records, now=time.time())
     >>> plan.counts["merged"], len(plan.summaries)
@@ -252,11 +258,12 @@ def plan_consolidation(
         if m.kind == "episodic" and value(m, "scope") == "session" and m.id not in done
     ]
     labels = episode_labels or {}
+    open = open_episodes or {}
     for key, members in split_episodes(events, policy.episode_gap):
         end = members[-1].created_at
         if (
             len(members) < policy.min_episode_size
-            or key in open_episodes
+            or (key in open and open[key] + policy.abandoned_after > now)
             or end + policy.episode_gap > now
             or end + policy.summarise_after > now
         ):

@@ -45,7 +45,7 @@ class Snapshot:
     records: list[Record]
     updated_at: dict[str, float]
     summarised: set[str]
-    open_episodes: set[str]
+    open_episodes: dict[str, float]  # id -> when it was last written to
     labels: dict[str, str]
 
 
@@ -97,6 +97,12 @@ class SleepStore:
             summarised = {r[0] for r in conn.execute(
                 "SELECT dst_id FROM memory_links WHERE kind = 'summarises'")}
             episodes = conn.execute("SELECT id, label, ended_at FROM episodes").fetchall()
+            # When each open episode was last written to: the planner treats one
+            # silent for long as left open by a process that died.
+            open_episodes = dict(conn.execute(
+                "SELECT e.id, max(e.started_at, coalesce(max(m.recorded_at), 0)) FROM episodes AS e "
+                "LEFT JOIN memories AS m ON m.episode_id = e.id WHERE e.ended_at IS NULL GROUP BY e.id"
+            ).fetchall())
         records = [
             Record(**{key: row[key] for key in row.keys() if key != "updated_at"}) for row in rows
         ]
@@ -104,7 +110,7 @@ class SleepStore:
             records=records,
             updated_at={row["id"]: row["updated_at"] for row in rows},
             summarised=summarised,
-            open_episodes={row["id"] for row in episodes if row["ended_at"] is None},
+            open_episodes=open_episodes,
             labels={row["id"]: row["label"] for row in episodes},
         )
 

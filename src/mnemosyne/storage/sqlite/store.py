@@ -141,7 +141,9 @@ class SQLiteStore(VectorRows):
                     conn.execute(
                         "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (row["seq"], encode_vector(vector))
                     )
-                refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
+            if "content" in values or "scope" in values:  # the text, or whose windows hold it
+                refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
+                                 was_global=row["scope"] == "global")
             updated = conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
@@ -159,7 +161,8 @@ class SQLiteStore(VectorRows):
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
             self._reinstate(conn, represented, memory_id)
             # Neighbours' windows held this text: rewrite them so it is gone everywhere.
-            refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])])
+            refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
+                             was_global=row["scope"] == "global")
             audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
 
     def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str) -> None:
