@@ -113,6 +113,15 @@ def test_recall_context_attaches_neighbours_without_changing_ranking(mem: Mnemos
         mem.recall("failover", context=-1)
 
 
+def test_recall_context_shows_neighbours_as_the_timeline_does(mem: Mnemosyne):
+    for i, text in enumerate(["deploy started", "cache warm-up ran", "deploy finished"]):
+        mem.remember(text, created_at=at(i), valid_until=at(1.5) if i == 1 else None)
+    mem.sleep()  # marks the warm-up note expired
+    assert [e.content for e in mem.timeline()] == ["deploy started", "deploy finished"]
+    hit = mem.recall("deploy finished", top_k=1, context=1)[0]
+    assert [c.content for c in hit.context] == ["deploy started"]
+
+
 CRASH_INSIDE_AN_EPISODE = """
 import os, sys, time
 from mnemosyne import Mnemosyne

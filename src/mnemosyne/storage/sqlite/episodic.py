@@ -66,18 +66,19 @@ class EpisodicStore:
         return [(row_to_memory(row), row["episode_id"]) for row in rows]
 
     def neighbours(self, viewer: str, memory: Memory, n: int) -> tuple[Memory, ...]:
-        """The ``n`` events just before and just after ``memory`` in its session."""
+        """The ``n`` events just before and just after ``memory`` in its session, as
+        its timeline shows them."""
         at = memory.created_at.timestamp()
         base = (f"SELECT {_COLUMNS} FROM memories WHERE {_VISIBLE} AND session_id = ? "
-                "AND kind != 'summary' AND id != ?")
+                f"AND kind != 'summary' AND {_in('status', _EVENT_STATUSES)} AND id != ?")
         with self._db.read() as conn:
             before = conn.execute(
                 f"{base} AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
-                (viewer, memory.session_id, memory.id, at, memory.id, n),
+                (viewer, memory.session_id, *_EVENT_STATUSES, memory.id, at, memory.id, n),
             ).fetchall()
             after = conn.execute(
                 f"{base} AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                (viewer, memory.session_id, memory.id, at, memory.id, n),
+                (viewer, memory.session_id, *_EVENT_STATUSES, memory.id, at, memory.id, n),
             ).fetchall()
         return tuple(row_to_memory(row) for row in [*reversed(before), *after])
 
