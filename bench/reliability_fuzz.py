@@ -33,7 +33,8 @@ class MemoryMachine(RuleBasedStateMachine):
         self.db = self.dir / "fuzz.db"
         self.mem = Mnemosyne(session_id="fuzz", db_path=self.db)
         self.model: dict[str, tuple[str, str]] = {}  # id -> (content, phrase)
-        self.backup: dict[str, tuple[str, str]] | None = None
+        self.backup: dict[str, tuple[str, str]] | None = None  # the model at the last backup
+        self.backups = 0
         self.counter = 0
 
     def _phrase(self) -> str:
@@ -97,14 +98,19 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule()
     def take_backup(self) -> None:
-        create_backup(db_path=self.db, backup_path=self.dir / "fuzz.bak")
+        # A backup never replaces another: each one gets the next name.
+        self.backups += 1
+        create_backup(db_path=self.db, backup_path=self._backup_path())
         self.backup = dict(self.model)
+
+    def _backup_path(self) -> Path:
+        return self.dir / f"fuzz-{self.backups}.bak"
 
     @precondition(lambda self: self.backup is not None)
     @rule()
     def restore(self) -> None:
         self.mem.close()
-        restore_backup(backup_path=self.dir / "fuzz.bak", db_path=self.db)
+        restore_backup(backup_path=self._backup_path(), db_path=self.db)
         self.mem = Mnemosyne(session_id="fuzz", db_path=self.db)
         assert self.backup is not None
         self.model = dict(self.backup)

@@ -72,7 +72,8 @@ def _op_forget(mem: Mnemosyne, rng: random.Random, i: int) -> None:
 
 
 def _op_backup(mem: Mnemosyne, rng: random.Random, i: int) -> None:
-    create_backup(db_path=mem.db_path, backup_path=mem.db_path.with_name("crash-backup.bak"))
+    # A backup never replaces another, so each gets its own name.
+    create_backup(db_path=mem.db_path, backup_path=mem.db_path.with_name(f"crash-backup-{os.getpid()}-{i}.bak"))
 
 
 def _op_sleep(mem: Mnemosyne, rng: random.Random, i: int) -> None:

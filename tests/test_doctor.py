@@ -61,6 +61,22 @@ def test_a_healthy_database(db: Path):
     assert json.loads(json.dumps(report.to_dict()))["ok"] is True
 
 
+@pytest.mark.parametrize("name", ["what?.db", "team#1/m.db", "50%25off/m.db", "100%/m.db"])
+def test_a_path_with_uri_characters_is_read_where_it_is(tmp_path: Path, name: str):
+    # '?', '#' and '%' mean something in a file: URI; unquoted, doctor would read (and
+    # SQLite create) a different file, and report a healthy database as broken.
+    path = tmp_path / name
+    path.parent.mkdir(exist_ok=True)
+    with Mnemosyne(session_id="s", db_path=path) as mem:
+        mem.remember("a healthy memory")
+    report = doctor.diagnose(path)
+    assert report.ok, report.problems
+    assert report.schema_version == report.latest_schema_version
+    # Only the database's own files (a read-only reader of a WAL file leaves -wal/-shm).
+    own = {path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")}
+    assert {p for p in tmp_path.rglob("*") if p.is_file()} <= own
+
+
 def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
     break_index(db)
     report = doctor.diagnose(db)

@@ -52,6 +52,23 @@ def test_upgrade_keeps_a_safety_backup(v1_db: Path):
         assert conn.execute("PRAGMA user_version").fetchone() == (1,)
 
 
+def test_the_safety_backup_restores_like_any_backup(v1_db: Path, tmp_path: Path):
+    from mnemosyne.dr.recovery import restore_backup, verify_backup
+
+    if LATEST_VERSION == 1:
+        pytest.skip("no migration after schema 1 yet")
+    with sqlite3.connect(v1_db) as conn:
+        v1_rows = conn.execute("SELECT id, content, metadata FROM memories ORDER BY id").fetchall()
+    with Mnemosyne(session_id="website-redesign", db_path=v1_db) as mem:
+        mem.remember("written after the upgrade")
+    (safety,) = v1_db.parent.glob("old.db.pre-v*.bak")
+    manifest = verify_backup(safety)
+    assert manifest.schema_version == 1 and manifest.memory_count == 4
+    restore_backup(backup_path=safety, db_path=v1_db)
+    with sqlite3.connect(v1_db) as conn:
+        assert conn.execute("SELECT id, content, metadata FROM memories ORDER BY id").fetchall() == v1_rows
+
+
 def test_edited_migration_is_detected(v1_db: Path):
     Mnemosyne(db_path=v1_db).close()
     with sqlite3.connect(v1_db) as conn:

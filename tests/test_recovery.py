@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError
+from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError
 from mnemosyne.dr.recovery import create_backup, manifest_path, restore_backup, verify_backup
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
@@ -200,14 +200,69 @@ def test_backup_of_a_missing_database_or_onto_itself_is_refused(tmp_path: Path, 
         verify_backup(tmp_path / "absent.bak")
 
 
-def test_a_new_backup_replaces_an_old_one_at_the_same_path(db_path: Path, tmp_path: Path) -> None:
+def test_a_backup_never_replaces_a_file(db_path: Path, tmp_path: Path) -> None:
     seed(db_path, count=2)
     backup = tmp_path / "b.bak"
-    assert create_backup(db_path=db_path, backup_path=backup).memory_count == 2
+    first = create_backup(db_path=db_path, backup_path=backup)
     seed(db_path, count=3)
-    assert create_backup(db_path=db_path, backup_path=backup).memory_count == 5
-    assert verify_backup(backup).memory_count == 5
+    with pytest.raises(InvalidInputError, match="already exists"):
+        create_backup(db_path=db_path, backup_path=backup)
+    assert verify_backup(backup) == first
+    # Nor another backup's manifest, as a backup of its own or as the new one's manifest.
+    with pytest.raises(InvalidInputError, match="manifest"):
+        create_backup(db_path=db_path, backup_path=manifest_path(backup))
+    squatter = tmp_path / "c.bak.manifest.json"
+    squatter.write_text("someone else's file", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="already exists"):
+        create_backup(db_path=db_path, backup_path=tmp_path / "c.bak")
+    assert squatter.read_text(encoding="utf-8") == "someone else's file"
+    assert not (tmp_path / "c.bak").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_backup_onto_the_databases_own_files_is_refused(db_path: Path, suffix: str) -> None:
+    with Mnemosyne(session_id="s", db_path=db_path) as live:  # open: -wal and -shm exist
+        live.remember("kept while the backup is refused")
+        own = db_path.with_name(db_path.name + suffix)
+        before = sha256(own)
+        with pytest.raises(InvalidInputError, match="own files"):
+            create_backup(db_path=db_path, backup_path=own)
+        assert sha256(own) == before
+        assert live.get_stats().total == 1
+
+
+def test_backing_up_an_old_schema_leaves_it_as_it_is(tmp_path: Path) -> None:
+    from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+
+    old = tmp_path / "old.db"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "schema_v1.db", old)
+    before = sha256(old)
+    manifest = create_backup(db_path=old, backup_path=tmp_path / "old.bak")
+    assert sha256(old) == before
+    assert manifest.schema_version == 1 and manifest.memory_count == 4
+    assert not list(tmp_path.glob("old.db.pre-v*"))
+    # It is upgraded when restored.
+    restored = tmp_path / "restored.db"
+    restore_backup(backup_path=tmp_path / "old.bak", db_path=restored)
+    with Mnemosyne(session_id="website-redesign", db_path=restored) as mem:
+        assert mem.get_stats().schema_version == LATEST_VERSION
+        assert mem.get_stats().total == 4
+
+
+def test_another_applications_database_is_not_backed_up_or_changed(tmp_path: Path) -> None:
+    foreign = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    conn.commit()
+    conn.close()
+    before = sha256(foreign)
+    with pytest.raises(NotADatabaseError, match="another application") as raised:
+        create_backup(db_path=foreign, backup_path=tmp_path / "app.bak")
+    assert raised.value.path == str(foreign)
+    assert sha256(foreign) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
 
 
 # -- restoring over a database in use ---------------------------------------------------

@@ -58,6 +58,34 @@ def test_a_file_that_is_not_sqlite(tmp_path: Path):
     assert not isinstance(info.value, CorruptDatabaseError)
 
 
+def test_another_applications_sqlite_database_is_refused_and_left_as_it_was(tmp_path: Path):
+    app = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(app)
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO customers (name) VALUES ('Ada')")
+    conn.commit()
+    conn.close()
+    before = app.read_bytes()
+    with pytest.raises(NotADatabaseError, match="another application's SQLite database") as info:
+        Mnemosyne(db_path=app)
+    assert "customers" in str(info.value) and info.value.path == str(app)
+    assert app.read_bytes() == before  # no tables added, still in rollback-journal mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+
+
+def test_an_empty_sqlite_file_becomes_a_database(tmp_path: Path):
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()  # SQLite's own empty file: zero bytes
+    conn = sqlite3.connect(tmp_path / "blank.db")
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("VACUUM")  # a real header, still no tables
+    conn.close()
+    for path in (empty, tmp_path / "blank.db"):
+        with Mnemosyne(session_id="s", db_path=path) as mem:
+            mem.remember("the first memory")
+            assert mem.get_stats().total == 1
+
+
 def test_a_truncated_database(tmp_path: Path):
     db = make_db(tmp_path / "m.db", n=2000)
     with open(db, "r+b") as handle:

@@ -16,11 +16,12 @@ derived indexes that failed, from the rows, in one transaction.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 from ..errors import InvalidInputError, StorageError
 from ..models import DoctorCheck, DoctorReport
+from ..storage.sqlite.backup_file import timestamp_for_names
+from ..storage.sqlite.connection import open_read_only
 from ..storage.sqlite.derived import present
 from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 
@@ -41,7 +42,7 @@ def diagnose(db_path: str | Path) -> DoctorReport:
         return DoctorReport(str(path), None, LATEST_VERSION, tuple(checks))
     checks.append(DoctorCheck("file", True, f"SQLite database, {path.stat().st_size:,} bytes"))
     try:
-        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        source = open_read_only(path, timeout=30)
     except sqlite3.Error as exc:
         checks.append(DoctorCheck("open", False, f"cannot open read-only: {exc}"))
         return DoctorReport(str(path), None, LATEST_VERSION, tuple(checks))
@@ -96,8 +97,7 @@ def repair(db_path: str | Path, backup_path: str | Path | None = None) -> Doctor
         )
     if not broken:
         return before
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    default = path.with_name(f"{path.name}.pre-repair-{stamp}.bak")
+    default = path.with_name(f"{path.name}.pre-repair-{timestamp_for_names()}.bak")
     backup = default if backup_path is None else Path(backup_path)
     create_backup(db_path=path, backup_path=backup)
     store = SQLiteStore(path)
@@ -188,7 +188,7 @@ def _file_problem(path: Path) -> str | None:
     # Not open(): closing a descriptor of the file would drop this process's SQLite
     # locks on it. SQLite reads the header itself.
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        conn = open_read_only(path, timeout=30)
         try:
             conn.execute("PRAGMA schema_version").fetchone()
         finally:

@@ -14,72 +14,104 @@ target, keeps the replaced database as a safety copy, and swaps atomically.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
+from contextlib import closing
 from pathlib import Path
 
-from .. import __version__
-from ..core.timeutil import from_timestamp
-from ..errors import BackupError, InvalidInputError, MnemosyneError
+from ..errors import (
+    BackupError,
+    InvalidInputError,
+    MnemosyneError,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+    SchemaVersionError,
+)
 from ..storage.sqlite import SQLiteStore
-from ..storage.sqlite.migrations import LATEST_VERSION
-from ..storage.sqlite.snapshot import fsync_dir, fsync_file, snapshot
+from ..storage.sqlite.backup_file import (
+    MANIFEST_SUFFIX,
+    BackupManifest,
+    check_backup_target,
+    manifest_path,
+    sha256_of,
+    timestamp_for_names,
+    write_backup,
+)
+from ..storage.sqlite.connection import open_read_only, translate
+from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
+from ..storage.sqlite.snapshot import fsync_dir, fsync_file
 
-MANIFEST_SUFFIX = ".manifest.json"
-MANIFEST_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class BackupManifest:
-    """What a backup holds, written beside it and checked before every restore."""
-
-    format: int
-    sha256: str
-    size_bytes: int
-    schema_version: int
-    memory_count: int
-    counts_by_status: dict[str, int]
-    created_at: str
-    source_db: str
-    mnemosyne_version: str
-
-
-def manifest_path(backup_path: str | Path) -> Path:
-    path = Path(backup_path)
-    return path.with_name(path.name + MANIFEST_SUFFIX)
+__all__ = [
+    "MANIFEST_SUFFIX",
+    "BackupManifest",
+    "create_backup",
+    "manifest_path",
+    "restore_backup",
+    "timestamp_for_names",
+    "verify_backup",
+]
 
 
 def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifest:
     """Back up ``db_path`` to ``backup_path`` (folders created) and return the manifest.
 
     Safe while other threads and processes write: the copy is one consistent
-    snapshot. An existing backup at ``backup_path`` is replaced only once the new
-    one is complete.
+    snapshot. The database is only read, never upgraded: a backup of an older schema
+    is upgraded when it is restored. A backup never replaces anything: an existing
+    ``backup_path`` (or its manifest) raises :class:`InvalidInputError`.
     """
     source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")
     if not source.is_file():
         raise BackupError(f"there is no database at {source} to back up", source)
-    if source.resolve() == target.resolve():
-        raise InvalidInputError("backup_path must differ from db_path")
-    # Opening through the store migrates an old database first, so every backup
-    # is of the current schema and restores with this code.
-    store = SQLiteStore(source)
+    check_backup_target(source, target)  # before the source is even opened
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        snapshot(store.connection(), target)
-        manifest = _describe(target, source)
-        _write_manifest(target, manifest)
-        store.set_meta("last_backup_at", repr(time.time()))
-        return manifest
-    except (OSError, sqlite3.Error) as exc:
-        raise BackupError(f"cannot write the backup {target}: {exc}", target) from exc
-    finally:
-        store.close()
+        conn = open_read_only(source)
+    except sqlite3.Error as exc:
+        raise translate(exc, source, "open the database to back up") from exc
+    with closing(conn):
+        try:
+            version = _backup_source_version(conn, source)
+        except sqlite3.Error as exc:
+            raise translate(exc, source, "read the database to back up") from exc
+        try:
+            manifest = write_backup(conn, source, target)
+        except (OSError, sqlite3.Error) as exc:
+            raise BackupError(f"cannot write the backup {target}: {exc}; nothing was written", target) from exc
+    if version == LATEST_VERSION:
+        _record_backup_time(source)
+    return manifest
+
+
+def _backup_source_version(conn: sqlite3.Connection, source: Path) -> int:
+    """The schema version of the database to back up; raise if it is not one of ours."""
+    refuse_foreign(conn, source)
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version == 0:
+        raise NotADatabaseError(
+            f"{source} is an empty SQLite file, not a Mnemosyne database yet; there is "
+            "nothing to back up: check the path",
+            source,
+        )
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(source, version, LATEST_VERSION)
+    return version
+
+
+def _record_backup_time(source: Path) -> None:
+    """Note the backup for ``get_stats().last_backup_at`` (through the store: no raw writes)."""
+    try:
+        store = SQLiteStore(source)
+        try:
+            store.set_meta("last_backup_at", repr(time.time()))
+        finally:
+            store.close()
+    except ReadOnlyDatabaseError:
+        # A database on a read-only disk can still be backed up; it just cannot
+        # record when, and the backup just made is complete and verified.
+        pass
 
 
 def verify_backup(backup_path: str | Path) -> BackupManifest:
@@ -91,7 +123,7 @@ def verify_backup(backup_path: str | Path) -> BackupManifest:
     if not path.is_file():
         raise BackupError(f"there is no backup at {path}", path)
     manifest = _read_manifest(path)
-    digest, size = _sha256(path)
+    digest, size = sha256_of(path)
     if size != manifest.size_bytes or digest != manifest.sha256:
         raise BackupError(
             f"{path} does not match its manifest (expected {manifest.size_bytes} bytes, "
@@ -129,7 +161,7 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     try:
         shutil.copyfile(backup, staged)
         fsync_file(staged)
-        if _sha256(staged)[0] != manifest.sha256:
+        if sha256_of(staged)[0] != manifest.sha256:
             raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
         if _is_healthy_database(target):
             create_backup(target, target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak"))
@@ -183,36 +215,6 @@ def _record_restore(target: Path, backup: Path) -> None:
         store.close()
 
 
-def _describe(backup: Path, source: Path) -> BackupManifest:
-    digest, size = _sha256(backup)
-    conn = _open_read_only(backup)
-    try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        counts = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
-    finally:
-        conn.close()
-    return BackupManifest(
-        format=MANIFEST_FORMAT,
-        sha256=digest,
-        size_bytes=size,
-        schema_version=version,
-        memory_count=sum(counts.values()),
-        counts_by_status=counts,
-        created_at=from_timestamp(time.time()).isoformat(),
-        source_db=str(source.resolve()),
-        mnemosyne_version=__version__,
-    )
-
-
-def _write_manifest(backup: Path, manifest: BackupManifest) -> None:
-    path = manifest_path(backup)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
-    fsync_file(tmp)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
 def _read_manifest(backup: Path) -> BackupManifest:
     path = manifest_path(backup)
     if not path.is_file():
@@ -229,7 +231,7 @@ def _read_manifest(backup: Path) -> BackupManifest:
 
 def _check_database(path: Path) -> None:
     try:
-        conn = _open_read_only(path)
+        conn = open_read_only(path)
         try:
             result = conn.execute("PRAGMA integrity_check").fetchall()
             conn.execute("SELECT count(*) FROM memories").fetchone()
@@ -259,28 +261,6 @@ def _is_healthy_database(path: Path) -> bool:
         return False
     finally:
         store.close()
-
-
-def _open_read_only(path: Path) -> sqlite3.Connection:
-    # A URI, so that the file is never created or written; quoted, so that '#', '?'
-    # or '%' in a folder name cannot point it at another file.
-    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-
-
-def timestamp_for_names() -> str:
-    """UTC time to the microsecond, for files that must not overwrite each other."""
-    now = time.time()
-    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
-
-
-def _sha256(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 def _as_path(value: object, name: str) -> Path:

@@ -31,6 +31,7 @@ from ...errors import (
     ReadOnlyDatabaseError,
     StorageError,
 )
+from .migrations import refuse_foreign
 
 T = TypeVar("T")
 
@@ -184,11 +185,16 @@ class Database:
             delay = _sleep(delay, end)
 
     def prepare(self) -> None:
-        """Check the file is a database and switch it to WAL mode (retried if busy)."""
+        """Check the file is ours (or empty) and switch it to WAL mode (retried if busy).
+
+        Another application's database raises :class:`NotADatabaseError` before
+        anything in it is changed.
+        """
 
         def setup(conn: sqlite3.Connection) -> None:
             # The first real read tells a foreign or damaged file from a database.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            refuse_foreign(conn, self.path)
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 # Needs a moment of exclusive access; busy is retried like any lock.
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()
@@ -327,6 +333,15 @@ class Database:
                 conn.close()
             except sqlite3.Error:
                 pass
+
+
+def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
+    """A plain connection that can never create or write ``path``.
+
+    A ``file:`` URI, so that SQLite opens it read-only; quoted (``as_uri``), so that
+    a ``?``, ``#`` or ``%`` in a folder or file name cannot point it at another file.
+    """
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=timeout)
 
 
 def _sleep(delay: float, end: float) -> float:

@@ -8,18 +8,9 @@ import time
 from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
-from .connection import Database
-from .migrations import LATEST_VERSION, MIGRATIONS, Migration
-from .snapshot import snapshot
-
-_BOOKKEEPING = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    INTEGER PRIMARY KEY,
-    name       TEXT NOT NULL,
-    checksum   TEXT NOT NULL,
-    applied_at REAL NOT NULL
-)
-"""
+from .backup_file import timestamp_for_names, write_backup
+from .connection import Database, translate
+from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -30,7 +21,8 @@ def migrate(db: Database) -> Path | None:
     """Apply every pending migration; return the safety backup's path if one was made.
 
     A database that already holds data is copied aside before the first change
-    (``<name>.pre-v<N>-<time>.bak``), so a failed upgrade can always be undone.
+    (``<name>.pre-v<N>-<time>.bak``, with its manifest), so a failed upgrade can
+    always be undone with ``mnemosyne restore``.
     """
     with db.read() as conn:
         current = schema_version(conn)
@@ -42,10 +34,13 @@ def migrate(db: Database) -> Path | None:
 
     safety_copy = None
     if current > 0:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-        safety_copy = db.path.with_name(f"{db.path.name}.pre-v{LATEST_VERSION}-{stamp}-{os.getpid()}.bak")
-        with db.read() as conn:
-            snapshot(conn, safety_copy)
+        name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
+        safety_copy = db.path.with_name(name)
+        with db.read("copy the database aside before upgrading it") as conn:
+            try:
+                write_backup(conn, db.path, safety_copy)
+            except OSError as exc:
+                raise translate(exc, safety_copy, "copy the database aside before upgrading it") from exc
 
     for migration in MIGRATIONS:
         if migration.version > current:
@@ -58,7 +53,7 @@ def _apply(db: Database, migration: Migration) -> None:
         # Another process may have migrated while we waited for the write lock.
         if schema_version(conn) >= migration.version:
             return
-        conn.execute(_BOOKKEEPING)
+        conn.execute(BOOKKEEPING)
         for statement in split_statements(migration.sql):
             conn.execute(statement)
         if migration.after is not None:

@@ -9,9 +9,13 @@ database made by every released schema, and a test opens each with today's code.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import NotADatabaseError
 
 
 @dataclass(frozen=True)
@@ -208,3 +212,42 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
+
+BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    checksum   TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+"""
+
+_CREATED = re.compile(r"CREATE\s+(VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+_CREATED_BY_US = [match.groups() for m in MIGRATIONS for match in _CREATED.finditer(m.sql)]
+_OUR_TABLES = frozenset(name for _, name in _CREATED_BY_US) | {"schema_migrations"}
+# FTS5 keeps each virtual table's data in shadow tables named <table>_data, _idx, ...
+_OUR_SHADOW_PREFIXES = tuple(f"{name}_" for virtual, name in _CREATED_BY_US if virtual)
+
+
+def refuse_foreign(conn: sqlite3.Connection, path: str | Path) -> None:
+    """Raise :class:`NotADatabaseError` if ``conn`` is another application's database.
+
+    A file without a Mnemosyne schema (``user_version`` 0) that already holds tables
+    of its own belongs to someone else: initialising it would add our tables and
+    switch it to WAL mode behind that application's back. An empty file is fine.
+    """
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) != 0:
+        return
+    names = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    foreign = sorted(
+        name for name in names
+        if name not in _OUR_TABLES and not name.startswith(("sqlite_", *_OUR_SHADOW_PREFIXES))
+    )
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise NotADatabaseError(
+            f"{path} is another application's SQLite database (tables {shown}, no "
+            "Mnemosyne schema); it was left unchanged: point db_path at a new file or at a "
+            "Mnemosyne database",
+            path,
+        )

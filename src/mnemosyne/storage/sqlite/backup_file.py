@@ -1,0 +1,149 @@
+"""A backup file and its manifest, written the same way by every part that makes one.
+
+``create_backup`` and the safety copy a migration takes both call :func:`write_backup`,
+so both produce ``<backup>`` plus ``<backup>.manifest.json`` and both restore with
+``mnemosyne restore``. This lives in storage (not in ``dr``) because migrations, which
+run inside the store, take safety copies too.
+
+    conn = open_read_only(Path("memories.db"))
+    write_backup(conn, Path("memories.db"), Path("memories.db.before-upgrade.bak"))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from sqlite3 import Connection
+
+from ... import __version__
+from ...core.timeutil import from_timestamp
+from ...errors import InvalidInputError
+from .connection import open_read_only
+from .snapshot import fsync_dir, fsync_file, snapshot
+
+MANIFEST_SUFFIX = ".manifest.json"
+MANIFEST_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BackupManifest:
+    """What a backup holds, written beside it and checked before every restore."""
+
+    format: int
+    sha256: str
+    size_bytes: int
+    schema_version: int
+    memory_count: int
+    counts_by_status: dict[str, int]
+    created_at: str
+    source_db: str
+    mnemosyne_version: str
+
+
+def manifest_path(backup_path: str | Path) -> Path:
+    """Where the manifest of ``backup_path`` lives: ``<backup>.manifest.json``."""
+    path = Path(backup_path)
+    return path.with_name(path.name + MANIFEST_SUFFIX)
+
+
+def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest:
+    """Copy the database behind ``conn`` (the file ``source``) to a new ``target``.
+
+    Writes the snapshot, then its manifest, and returns the manifest. Never replaces
+    anything: a ``target`` or manifest that exists, a ``target`` that is one of the
+    database's own files, or a ``target`` that is itself a manifest name raises
+    :class:`InvalidInputError` before anything is written. OS and SQLite errors
+    propagate for the caller to translate.
+    """
+    check_backup_target(source, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Claiming the name first makes two backups racing for one path fail, rather
+    # than the second silently replacing the first.
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError as exc:
+        raise InvalidInputError(_exists(target)) from exc
+    try:
+        snapshot(conn, target)
+        manifest = _describe(target, source)
+        _write_manifest(target, manifest)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    return manifest
+
+
+def check_backup_target(source: Path, target: Path) -> None:
+    """Raise :class:`InvalidInputError` unless a backup of ``source`` may be written at ``target``."""
+    own = {source.with_name(source.name + suffix).resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+    if target.resolve() in own:
+        raise InvalidInputError(
+            f"backup_path {target} is the database {source} or one of its own files; "
+            "choose a path outside them"
+        )
+    if target.name.endswith(MANIFEST_SUFFIX):
+        raise InvalidInputError(
+            f"backup_path {target} ends in {MANIFEST_SUFFIX!r}, the name of another backup's "
+            "manifest; choose another name"
+        )
+    for path in (target, manifest_path(target)):
+        if path.exists() or path.is_symlink():
+            raise InvalidInputError(_exists(path))
+
+
+def _exists(path: Path) -> str:
+    return f"{path} already exists and a backup never replaces a file; choose another backup_path"
+
+
+def _describe(backup: Path, source: Path) -> BackupManifest:
+    digest, size = sha256_of(backup)
+    conn = open_read_only(backup)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        counts = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+    finally:
+        conn.close()
+    return BackupManifest(
+        format=MANIFEST_FORMAT,
+        sha256=digest,
+        size_bytes=size,
+        schema_version=version,
+        memory_count=sum(counts.values()),
+        counts_by_status=counts,
+        created_at=from_timestamp(time.time()).isoformat(),
+        source_db=str(source.resolve()),
+        mnemosyne_version=__version__,
+    )
+
+
+def _write_manifest(backup: Path, manifest: BackupManifest) -> None:
+    path = manifest_path(backup)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
+        fsync_file(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def sha256_of(path: Path) -> tuple[str, int]:
+    """The file's SHA-256 (hex) and size in bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def timestamp_for_names() -> str:
+    """UTC time to the microsecond, for files that must not overwrite each other."""
+    now = time.time()
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
