@@ -184,6 +184,10 @@ FAILURES = {
     "empty content": (["remember", ""], BAD_INPUT, "invalid_input"),
     "blank query": (["recall", "  \n "], BAD_INPUT, "invalid_input"),
     "import missing file": (["import", "{tmp}/missing.jsonl"], BAD_INPUT, "invalid_input"),
+    "import non-UTF-8 file": (["import", "{latin1}"], BAD_INPUT, "invalid_input"),
+    "top_k too large for any integer": (["recall", "hello", "-k", "99999999999999999999"], BAD_INPUT,
+                                        "invalid_input"),
+    "backup over an existing file": (["backup", "{latin1}"], BAD_INPUT, "invalid_input"),
     "restore corrupt backup": (["restore", "{corrupt}"], FAILURE, "backup_error"),
     "verify corrupt backup": (["verify-backup", "{corrupt}"], FAILURE, "backup_error"),
 }
@@ -196,7 +200,12 @@ def test_failures_exit_with_their_code_and_a_json_error(
     with cli.memories() as mem:
         existing = mem.remember("an existing memory")
     corrupt = request.getfixturevalue("corrupt_backup") if "{corrupt}" in args else None
-    args = [a.replace("{tmp}", str(tmp_path)).replace("{corrupt}", str(corrupt)) for a in args]
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"content": "café au lait"}\n'.encode("latin-1"))
+    args = [
+        a.replace("{tmp}", str(tmp_path)).replace("{corrupt}", str(corrupt)).replace("{latin1}", str(latin1))
+        for a in args
+    ]
 
     done = cli(*args, "--json", expect=code)
     assert done.stdout == ""
@@ -211,11 +220,25 @@ def test_failures_exit_with_their_code_and_a_json_error(
     (["get", UNKNOWN], NOT_FOUND),
     (["remember", "hello", "--importance", "5"], BAD_INPUT),
     (["backup", "{tmp}/b.bak"], FAILURE),  # there is no database to back up
+    (["import", "{tmp}/latin1.jsonl"], BAD_INPUT),
 ])
 def test_failures_without_json_print_one_readable_line(cli: Cli, tmp_path: Path, args, code) -> None:
+    (tmp_path / "latin1.jsonl").write_bytes('{"content": "café"}\n'.encode("latin-1"))
     done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], expect=code)
     assert done.stdout == ""
     assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
+
+
+def test_a_non_utf8_import_says_what_is_wrong(cli: Cli, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.jsonl"
+    latin1.write_bytes('{"content": "café"}\n'.encode("latin-1"))
+    error = json.loads(cli("import", str(latin1), "--json", expect=BAD_INPUT).stderr)["error"]
+    assert "not UTF-8" in error["message"] and str(latin1) in error["message"]
+
+
+def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
+    done = cli("mcp", "--http", "--port", "70000", expect=BAD_INPUT)
+    assert "--port" in done.stderr and "65535" in done.stderr
 
 
 def test_bad_metadata_json_is_bad_input(cli: Cli) -> None:

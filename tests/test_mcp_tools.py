@@ -51,6 +51,8 @@ def test_remember_and_recall_through_the_table(sessions: Sessions):
         ("recall", {"query": "x", "top_k": 0}, "top_k"),
         ("update", {"memory_id": "x"}, "at least one"),
         ("backup", {"name": "../../etc/passwd"}, "plain file name"),
+        ("backup", {"name": "evil.bak\n"}, "plain file name"),
+        ("backup", {"name": "nightly.manifest.json"}, "manifest"),
         ("teleport", {}, "there is no tool"),
     ],
 )
@@ -85,6 +87,20 @@ def test_backups_get_unique_names_and_never_replace_one(sessions: Sessions):
     assert verify_backup(named["backup_path"]).memory_count == 1
     with pytest.raises(InvalidInputError, match="already exists"):
         call_tool(sessions, "backup", {"name": "pre-deploy.bak"})
+
+
+def test_a_backup_never_replaces_another_backups_manifest(sessions: Sessions):
+    call_tool(sessions, "remember", {"content": "worth keeping"})
+    first = Path(call_tool(sessions, "backup", {"name": "nightly.bak"})["backup_path"])
+    # A foreign file where a new backup's manifest would go is not overwritten either.
+    squatter = sessions.backup_dir / "weekly.manifest.json"
+    squatter.write_text("not ours", encoding="utf-8")
+    call_tool(sessions, "remember", {"content": "written after the first backup"})
+    with pytest.raises(InvalidInputError, match="already exists"):
+        call_tool(sessions, "backup", {"name": "weekly"})
+    assert squatter.read_text(encoding="utf-8") == "not ours"
+    assert not (sessions.backup_dir / "weekly").exists()
+    assert verify_backup(first).memory_count == 1
 
 
 def test_backup_dir_can_be_chosen(tmp_path: Path):

@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     sub.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on (default: %(default)s)")
-    sub.add_argument("--port", type=int, default=8765, help="HTTP port (default: %(default)s)")
+    sub.add_argument("--port", type=_port, default=8765, help="HTTP port, 1-65535 (default: %(default)s)")
     sub.add_argument(
         "--backup-dir", help="where the backup tool writes (default: backups/ beside the database)"
     )
@@ -250,10 +250,18 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from .. import InvalidInputError
     from .progress import ProgressBar
 
     with ProgressBar("importing", quiet=args.quiet) as bar:
-        added = _open(args).import_jsonl(args.path, progress=bar)
+        try:
+            added = _open(args).import_jsonl(args.path, progress=bar)
+        except UnicodeDecodeError as exc:
+            # The whole file is read before anything is stored, so nothing was imported.
+            raise InvalidInputError(
+                f"{args.path} is not UTF-8 text ({exc}); an export is JSON Lines in UTF-8: "
+                "convert the file (e.g. iconv -t UTF-8) and import it again; nothing was imported"
+            ) from exc
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
 
 
@@ -325,6 +333,16 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from exc
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be from 1 to 65535, got {text}")
+    return port
 
 
 def _emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
-from mnemosyne.dr.recovery import create_backup
+from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 
 Result = dict[str, Any]
 
@@ -159,29 +159,38 @@ def _stats(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     return mem.get_stats().to_dict()
 
 
-_BACKUP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+_BACKUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 
 
 def _backup(mem: Mnemosyne, args: Result, sessions: Sessions) -> Result:
     # A plain file name inside the backup folder: a caller can never overwrite
-    # an arbitrary file (or an older backup) through this tool.
+    # an arbitrary file (or an older backup or its manifest) through this tool.
     folder = sessions.backup_dir
     name = args.get("name")
     if name is None:
         stem = f"{mem.db_path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         name, n = f"{stem}.bak", 1
-        while (folder / name).exists():
+        while _taken(folder / name):
             n += 1
             name = f"{stem}-{n}.bak"
-    elif not _BACKUP_NAME.match(name) or ".." in name:
+    elif not isinstance(name, str) or not _BACKUP_NAME.fullmatch(name) or ".." in name:
         raise InvalidInputError(
             f"backup name {name!r} must be a plain file name (letters, digits, '.', '_', '-'), "
             "not a path; it is written inside the server's backup folder"
         )
-    elif (folder / name).exists():
-        raise InvalidInputError(f"a backup named {name!r} already exists; choose another name")
+    elif name.endswith(MANIFEST_SUFFIX):
+        raise InvalidInputError(
+            f"backup name {name!r} ends in {MANIFEST_SUFFIX!r}, which names a backup's manifest; "
+            "choose a name without it"
+        )
+    elif _taken(folder / name):
+        raise InvalidInputError(f"a backup named {name!r} (or its manifest) already exists; choose another name")
     manifest = create_backup(db_path=mem.db_path, backup_path=folder / name)
     return {"backup_path": str(folder / name), **vars(manifest)}
+
+
+def _taken(path: Path) -> bool:
+    return path.exists() or manifest_path(path).exists()
 
 
 # -- schemas --------------------------------------------------------------------------
