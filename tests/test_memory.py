@@ -97,6 +97,23 @@ def test_forget_removes_from_every_index_and_leaves_a_tombstone(mem: Mnemosyne, 
     assert "Bluebird" not in logged_text  # the log explains, it does not keep the text
 
 
+def test_forgotten_text_leaves_the_files(tmp_path: Path):
+    db = tmp_path / "m.db"
+
+    def files_hold(needle: bytes) -> bool:
+        return any(needle in path.read_bytes().lower() for path in tmp_path.iterdir())
+
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        for i in range(30):
+            mem.remember(f"filler note {i} about the build pipeline")
+        secret = mem.remember("The vault passphrase is Hunter2SecretZebra. " + "padding words " * 500)
+        mem.forget(secret)
+    assert not files_hold(b"the vault passphrase is hunter2secretzebra")  # the text, at once
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        mem.sleep()
+    assert not files_hold(b"hunter2secretzebra")  # and the index's words, after a sleep
+
+
 def test_audit_log_is_append_only(mem: Mnemosyne, tmp_path: Path):
     mem.remember("anything")
     with sqlite3.connect(tmp_path / "memories.db") as conn:

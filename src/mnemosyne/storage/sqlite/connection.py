@@ -177,6 +177,9 @@ class Database:
                 # NORMAL is crash-safe in WAL mode (a process crash loses nothing
                 # committed); only a power cut can drop the last transactions.
                 conn.execute("PRAGMA synchronous = NORMAL")
+                # Freed space is overwritten with zeros, whatever this SQLite build's
+                # default: a forgotten memory's text must not linger in free pages.
+                conn.execute("PRAGMA secure_delete = ON")
                 return conn
             except sqlite3.Error as exc:
                 if not is_busy(exc) or time.monotonic() >= end:
