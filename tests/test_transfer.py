@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -10,6 +13,7 @@ from typing import Any
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.timeutil import from_timestamp
 from snapshots import snapshot
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
@@ -34,8 +38,9 @@ def record(**fields: Any) -> dict[str, Any]:
     return base
 
 
-def write_jsonl(path: Path, lines: list[Any], header: bool = True) -> Path:
-    out = [json.dumps({"format": "mnemosyne-jsonl", "version": 1})] if header else []
+def write_jsonl(path: Path, lines: list[Any], header: bool = True, version: int = 1) -> Path:
+    """A file of ``lines``; version 1 (memory lines only) unless told."""
+    out = [json.dumps({"format": "mnemosyne-jsonl", "version": version})] if header else []
     out += [line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) for line in lines]
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
@@ -99,16 +104,22 @@ def test_export_then_import_into_a_fresh_database_is_lossless(source: Path, tmp_
 
 def test_export_file_format(source: Path, tmp_path: Path) -> None:
     export = tmp_path / "memories.jsonl"
+    calls: list[tuple[int, int | None]] = []
     with Mnemosyne(db_path=source) as mem:
-        mem.export_jsonl(str(export))
+        mem.export_jsonl(str(export), progress=lambda done, total: calls.append((done, total)))
+    assert calls[0] == (0, 8) and calls[-1] == (8, 8)
     lines = export.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 1}
+    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 2}
     records = [json.loads(line) for line in lines[1:]]
-    assert len(records) == 8
+    assert len(records) == 8 and {r["type"] for r in records} == {"memory"}
     assert [r["id"] for r in records] == sorted(r["id"] for r in records)
     assert "Zürich" in export.read_text(encoding="utf-8")  # UTF-8, not \u escapes
     for r in records:
-        assert not {"score", "explanation", "access_count"} & set(r)
+        assert set(r) == {
+            "type", "id", "session_id", "scope", "kind", "status", "content", "source", "importance",
+            "metadata", "created_at", "recorded_at", "valid_until", "episode_id", "idempotency_key",
+            "strength", "occurrences", "last_seen_at", "access_count", "last_accessed_at",
+        }
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
 
 
@@ -182,13 +193,13 @@ def test_an_invalid_line_imports_nothing(tmp_path: Path, bad: Any) -> None:
 
 
 def test_import_rejects_a_missing_file_and_a_newer_format(tmp_path: Path) -> None:
-    newer = tmp_path / "v2.jsonl"
-    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 2}) + "\n"
+    newer = tmp_path / "v3.jsonl"
+    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 3}) + "\n"
                      + json.dumps(record()) + "\n", encoding="utf-8")
     with Mnemosyne(db_path=tmp_path / "db.db") as mem:
         with pytest.raises(InvalidInputError):
             mem.import_jsonl(tmp_path / "nope.jsonl")
-        with pytest.raises(InvalidInputError, match="version 2"):
+        with pytest.raises(InvalidInputError, match="version 3"):
             mem.import_jsonl(newer)
         assert mem.get_stats().total == 0
 
@@ -202,3 +213,261 @@ def test_import_without_header_and_with_blank_lines(tmp_path: Path) -> None:
     assert memory.created_at == datetime(2020, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
     assert memory.recorded_at == datetime(2020, 1, 2, 3, 4, 6, tzinfo=timezone.utc)
     assert memory.valid_until is None and memory.kind == "episodic" and memory.status == "active"
+
+
+# -- episodes, links and sleep state (format version 2) ---------------------------------
+
+DAY = 86_400.0
+NOW = time.time()
+# Columns that follow the row rather than the memory: its place in this file, and
+# when this database last wrote it.
+LOCAL_COLUMNS = {"seq", "updated_at"}
+TIMES = {"created_at", "recorded_at", "valid_until", "last_seen_at", "last_accessed_at", "started_at", "ended_at"}
+
+
+def tables(db: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every memory (all stored columns but the row's own), episode and link in ``db``,
+    times to the microsecond."""
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        result = {}
+        for table, order in (("memories", "id"), ("episodes", "id"), ("memory_links", "src_id, dst_id, kind")):
+            result[table] = [
+                {k: from_timestamp(row[k]) if k in TIMES and row[k] is not None else row[k]
+                 for k in row.keys() if k not in LOCAL_COLUMNS}
+                for row in conn.execute(f"SELECT * FROM {table} ORDER BY {order}")
+            ]
+        return result
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def slept(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A database sleep has worked on (an explicit episode and a time-gap episode
+    summarised, a duplicate merged, a fact superseded, strengths decayed, recalls
+    counted), exported while another explicit episode is still open."""
+    db, export = tmp_path / "slept.db", tmp_path / "slept.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=db, dedupe_window=0) as mem:
+        with mem.episode("deploy v2"):
+            for i, text in enumerate(["Started the v2 rollout to the canary hosts.",
+                                      "Canary error rate stayed flat for an hour.",
+                                      "Rolled v2 out to every region without incident."]):
+                mem.remember(text, created_at=NOW - 6 * DAY + i * 60)
+        for i, text in enumerate(["The team discussed the new navigation bar layout for mobile screens.",
+                                  "Alice proposed a hamburger menu with three nested levels of links.",
+                                  "Bob objected that nested menus hurt accessibility for screen readers."]):
+            mem.remember(text, created_at=NOW - 5 * DAY + i * 60)
+        for i in range(2):
+            mem.remember("The staging database password rotates monthly.", created_at=NOW - 3 * DAY + i * 600)
+        mem.remember("The release manager is Alice.", created_at=NOW - 2 * 3600)
+        mem.remember("The release manager is Bob.", created_at=NOW - 3600, idempotency_key="rm-bob")
+        mem.remember("Shared convention: tabs, not spaces.", scope="global", importance=0.9)
+        report = mem.sleep()
+        assert (report.summaries, report.merged, report.superseded) == (2, 1, 1)
+        mem.recall("staging password")
+        mem.recall("release manager")
+        with mem.episode("migration"):
+            mem.remember("Half-way through the schema migration.")
+            assert mem.export_jsonl(export) == 14
+            yield db, export
+
+
+def test_episodes_links_and_sleep_state_survive_export_and_import(slept: tuple[Path, Path], tmp_path: Path):
+    source, export = slept
+    fresh = tmp_path / "fresh.db"
+    with Mnemosyne(session_id="someone-else", db_path=fresh) as mem:
+        assert mem.import_jsonl(export) == 14
+    original, copied = tables(source), tables(fresh)
+    assert copied == original
+    assert {row["kind"] for row in copied["memory_links"]} == {"summarises", "merges", "supersedes"}
+    assert [(row["label"], row["ended_at"] is None) for row in copied["episodes"]] == [
+        ("deploy v2", False), ("migration", True)]  # the second was still open
+    assert {row["access_count"] for row in copied["memories"]} > {0}
+    assert {row["strength"] for row in copied["memories"]} > {1.0}
+    assert max(row["occurrences"] for row in copied["memories"]) == 2
+
+    lines = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()[1:]]
+    assert [line["type"] for line in lines] == ["episode"] * 2 + ["memory"] * 14 + ["link"] * 8
+
+
+def test_reads_behave_the_same_after_import(slept: tuple[Path, Path], tmp_path: Path):
+    source, export = slept
+    fresh = tmp_path / "fresh.db"
+    with Mnemosyne(db_path=fresh) as mem:
+        mem.import_jsonl(export)
+    views = []
+    for db in (source, fresh):
+        with Mnemosyne(session_id="alpha", db_path=db) as mem:
+            stats = mem.get_stats()
+            views.append({
+                "episodes": [(e.id, e.label, e.size, e.closed, e.event_ids, e.summary and e.summary.id)
+                             for e in mem.episodes()],
+                "timeline": [m.id for m in mem.timeline(limit=None)],
+                # Times are kept to the microsecond, so recency may differ in the last bits.
+                "recall": [(m.id, pytest.approx(m.score, rel=1e-9))
+                           for m in mem.recall("release manager rollout password", now=NOW)],
+                "retry": mem.remember("The release manager is Bob.", idempotency_key="rm-bob"),
+                "stats": (stats.total, stats.by_scope, stats.by_status, stats.by_kind, stats.by_session),
+            })
+    assert views[1] == views[0]
+    assert [label for _, label, *_ in views[0]["episodes"]][:2] == ["deploy v2", None]
+
+
+def test_forget_follows_the_links_after_import(slept: tuple[Path, Path], tmp_path: Path):
+    source, export = slept
+    fresh = tmp_path / "fresh.db"
+    with Mnemosyne(db_path=fresh) as mem:
+        mem.import_jsonl(export)
+    outcomes = []
+    for db in (source, fresh):
+        with Mnemosyne(session_id="alpha", db_path=db) as mem:
+            summary = next(m for m in mem.recall("hamburger menu") if m.kind == "summary")
+            original = next(m for m in mem.timeline() if m.content.startswith("Alice proposed"))
+            mem.forget(original.id)  # deletes completely: the summary stops quoting it
+            unquoted = mem.get(summary.id).content
+            mem.forget(summary.id)  # the facts it stood for come back into view
+            kept = next(m for m in mem.timeline() if m.content.startswith("The staging database"))
+            mem.forget(kept.id)  # the merged duplicate comes back into view
+            outcomes.append((unquoted, sorted((m.content, m.status) for m in mem.timeline(limit=None))))
+    assert "hamburger" not in outcomes[0][0]
+    assert outcomes[1] == outcomes[0]
+    statuses = dict(outcomes[0][1])
+    assert statuses["Bob objected that nested menus hurt accessibility for screen readers."] == "active"
+    assert statuses["The staging database password rotates monthly."] == "active"
+
+
+def test_sleep_behaves_the_same_after_import(slept: tuple[Path, Path], tmp_path: Path):
+    source, export = slept
+    fresh = tmp_path / "fresh.db"
+    with Mnemosyne(db_path=fresh) as mem:
+        mem.import_jsonl(export)
+    reports = []
+    for db in (source, fresh):
+        with Mnemosyne(session_id="alpha", db_path=db) as mem:
+            for i, text in enumerate(["Booked the rollout retrospective for Friday afternoon.",
+                                      "Collected feedback from the on-call engineers about alerts.",
+                                      "Drafted three action items about canary dashboards."]):
+                mem.remember(text, created_at=NOW - 4 * DAY + i * 60)
+            report = mem.sleep().to_dict()
+            reports.append({k: v for k, v in report.items() if k not in ("id", "started_at", "finished_at", "seconds")})
+    assert reports[1] == reports[0]
+    assert reports[0]["summaries"] == 1  # the new episode only: nothing is summarised twice
+
+
+def test_importing_again_or_over_part_of_it_duplicates_nothing(slept: tuple[Path, Path], tmp_path: Path):
+    source, export = slept
+    lines = export.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    # Part of the file: the first episode, the first memory, and one link with its ends.
+    memories = [r for r in records if r["type"] == "memory"]
+    first_link = next(r for r in records if r["type"] == "link")
+    part_ids = {memories[0]["id"], first_link["src_id"], first_link["dst_id"]}
+    part = [r for r in records if r["type"] == "episode"][:1] + [r for r in memories if r["id"] in part_ids] + [
+        first_link]
+    partial = write_jsonl(tmp_path / "part.jsonl", part, version=2)
+
+    fresh = tmp_path / "fresh.db"
+    with Mnemosyne(db_path=fresh) as mem:
+        assert mem.import_jsonl(partial) == len(part_ids)
+        assert mem.import_jsonl(export) == 14 - len(part_ids)
+        assert mem.import_jsonl(export) == 0
+    assert tables(fresh) == tables(source)
+    with Mnemosyne(db_path=source) as mem:
+        before = tables(source)
+        assert mem.import_jsonl(export) == 0  # into the database it came from
+    assert tables(source) == before
+
+
+def link(**fields: Any) -> dict[str, Any]:
+    base = {"type": "link", "src_id": "0190aaaa-0000-7000-8000-000000000002",
+            "dst_id": "0190aaaa-0000-7000-8000-000000000001", "kind": "summarises",
+            "run_id": None, "created_at": "2020-01-03T00:00:00+00:00"}
+    base.update(fields)
+    return base
+
+
+def test_a_link_to_a_memory_in_neither_the_file_nor_the_database_imports_nothing(tmp_path: Path):
+    summary = {**record(id="0190aaaa-0000-7000-8000-000000000002", kind="summary",
+                        content="Summary: otters"), "type": "memory"}
+    episode = {"type": "episode", "id": "ep-1", "session_id": "beta", "label": "otters",
+               "started_at": "2020-01-02T00:00:00+00:00", "ended_at": None}
+    path = write_jsonl(tmp_path / "dangling.jsonl", [episode, summary, link()], version=2)
+    db = tmp_path / "db.db"
+    with Mnemosyne(session_id="beta", db_path=db) as mem:
+        with pytest.raises(InvalidInputError, match=f"{path}:4: the summarises link refers to memory "
+                                                    "0190aaaa-0000-7000-8000-000000000001"):
+            mem.import_jsonl(path)
+        assert mem.get_stats().total == 0
+        assert tables(db) == {"memories": [], "episodes": [], "memory_links": []}
+        # Once the other end is stored, the same file imports, link and all.
+        original = {**record(), "type": "memory"}
+        assert mem.import_jsonl(write_jsonl(tmp_path / "original.jsonl", [original], version=2)) == 1
+        assert mem.import_jsonl(path) == 1
+        assert [(r["src_id"], r["kind"]) for r in tables(db)["memory_links"]] == [(summary["id"], "summarises")]
+        assert [e.label for e in mem.episodes()] == [None]  # no member in it: the row alone is kept
+        assert tables(db)["episodes"][0]["label"] == "otters"
+
+
+BAD_V2_LINES = {
+    "unknown type": {"type": "comment", "text": "hi"},
+    "no type": record(id="0190aaaa-0000-7000-8000-0000000000ff"),
+    "misspelt field": {**record(id="0190aaaa-0000-7000-8000-0000000000ff"), "type": "memory", "episodeid": "x"},
+    "strength 2": {**record(id="0190aaaa-0000-7000-8000-0000000000ff"), "type": "memory", "strength": 2},
+    "occurrences 0": {**record(id="0190aaaa-0000-7000-8000-0000000000ff"), "type": "memory", "occurrences": 0},
+    "access_count -1": {**record(id="0190aaaa-0000-7000-8000-0000000000ff"), "type": "memory", "access_count": -1},
+    "duplicate memory id": {**record(id="0190aaaa-0000-7000-8000-000000000010"), "type": "memory"},
+    "duplicate idempotency key": {**record(id="0190aaaa-0000-7000-8000-0000000000ff"), "type": "memory",
+                                  "idempotency_key": "k0"},
+    "episode without label": {"type": "episode", "id": "ep", "session_id": "beta",
+                              "started_at": "2020-01-02T00:00:00+00:00"},
+    "link kind": link(kind="quotes", src_id="0190aaaa-0000-7000-8000-000000000011",
+                      dst_id="0190aaaa-0000-7000-8000-000000000010"),
+    "link to itself": link(src_id="0190aaaa-0000-7000-8000-000000000010",
+                           dst_id="0190aaaa-0000-7000-8000-000000000010"),
+    "link bad time": link(src_id="0190aaaa-0000-7000-8000-000000000011",
+                          dst_id="0190aaaa-0000-7000-8000-000000000010", created_at="soon"),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_V2_LINES.values(), ids=BAD_V2_LINES.keys())
+def test_an_invalid_version_2_line_imports_nothing(tmp_path: Path, bad: Any) -> None:
+    good = [{**record(id=f"0190aaaa-0000-7000-8000-00000000001{i}", content=f"good line {i}"),
+             "type": "memory", "idempotency_key": f"k{i}"} for i in range(2)]
+    episode = {"type": "episode", "id": "ep-good", "session_id": "beta", "label": "good",
+               "started_at": "2020-01-02T00:00:00+00:00", "ended_at": None}
+    fine_link = link(src_id=good[1]["id"], dst_id=good[0]["id"], kind="merges")
+    path = write_jsonl(tmp_path / "bad.jsonl", [episode, *good, fine_link, bad], version=2)
+    db = tmp_path / "target.db"
+    with Mnemosyne(session_id="beta", db_path=db) as mem:
+        with pytest.raises(InvalidInputError, match=f"{path}:6"):
+            mem.import_jsonl(path)
+    assert tables(db) == {"memories": [], "episodes": [], "memory_links": []}
+
+
+def test_a_version_1_export_still_imports(tmp_path: Path) -> None:
+    # As version 1 wrote a memory: Memory.to_dict() without score, explanation and access_count.
+    old = {**record(), "context": []}
+    path = write_jsonl(tmp_path / "v1.jsonl", [old])
+    with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
+        assert mem.import_jsonl(path) == 1
+        assert mem.get(old["id"]).content == old["content"]
+        assert mem.import_jsonl(path) == 0
+
+
+def test_an_idempotency_key_taken_by_another_memory_imports_nothing(tmp_path: Path) -> None:
+    export = tmp_path / "keyed.jsonl"
+    with Mnemosyne(session_id="s", db_path=tmp_path / "a.db") as mem:
+        kept = mem.remember("Deploy approved", idempotency_key="deploy-42")
+        mem.export_jsonl(export)
+    with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as mem:
+        # The key keeps making retries safe in the database it is imported into...
+        assert mem.import_jsonl(export) == 1
+        assert mem.remember("Deploy approved", idempotency_key="deploy-42") == kept
+    with Mnemosyne(session_id="s", db_path=tmp_path / "c.db") as mem:
+        # ...so a database that used it for something else refuses the file whole.
+        mem.remember("Deploy rejected", idempotency_key="deploy-42")
+        with pytest.raises(InvalidInputError, match=f"memory {kept}: idempotency_key 'deploy-42'"):
+            mem.import_jsonl(export)
+        assert mem.get_stats().total == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -296,34 +297,51 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     # -- moving data ----------------------------------------------------------------
 
     def export_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
-        """Write every memory of the database (all sessions) to a JSON Lines file.
+        """Write the whole database (all sessions) to a JSON Lines file; return how
+        many memories it holds.
 
-        The file is written atomically and is lossless: :meth:`import_jsonl` restores
-        ids, sessions, scopes, timestamps and metadata exactly. Returns the count.
-        ``progress``, if given, is called as ``progress(done, total)`` while writing.
+        The file is written atomically from one consistent snapshot and is lossless:
+        :meth:`import_jsonl` restores every memory (ids, sessions, scopes, times,
+        metadata, status, episode, sleep state), the explicit episodes and the links
+        sleep made, so recall, timelines, forget and sleep behave the same. The
+        format is described in :mod:`mnemosyne.transfer`. ``progress``, if given, is
+        called as ``progress(done, total)`` while memories are written.
 
         >>> mem.export_jsonl("memories.jsonl")
         1234
         """
-        memories: Iterable[Memory] = self._store.iter_memories()
+        # Recall counts this process has not written yet belong in the export too:
+        # ranking and sleep's decay read them.
+        self._store.access.flush(lock_wait=1.0)
+        report: Callable[[int], None] | None = None
         if progress is not None:
-            memories = _reporting(memories, progress, sum(self._store.counts()["status"].values()))
-        return transfer.write_jsonl(iter(memories), Path(path))
+            total = sum(self._store.counts()["status"].values())
+
+            def report(done: int) -> None:
+                progress(done, total)
+
+        # Closed even if writing fails: the dump holds a read snapshot open.
+        with contextlib.closing(self._store.iter_dump()) as records:
+            return transfer.write_jsonl(records, Path(path), report)
 
     def import_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
-        """Add the memories of an export that are not already stored; return how many.
+        """Add what an export holds that is not already stored; return how many
+        memories were added.
 
-        The whole file is validated first and imported in one transaction, so a bad
-        line imports nothing. Importing the same file again adds nothing.
-        ``progress``, if given, is called as ``progress(done, total)`` while storing.
+        Memories and episodes are matched by id, links by their ends and kind, so
+        importing the same file again adds nothing. The whole file is validated
+        first and imported in one transaction: a bad line, or a link to a memory
+        in neither the file nor the database, imports nothing. ``progress``, if
+        given, is called as ``progress(done, total)`` while memories are stored.
 
         >>> mem.import_jsonl("memories.jsonl")
         1234
         """
-        memories: Iterable[NewMemory] = transfer.read_jsonl(Path(path))
+        export = transfer.read_jsonl(Path(path))
+        memories: Iterable[NewMemory] = export.memories
         if progress is not None:
-            memories = _reporting(memories, progress, len(memories))  # type: ignore[arg-type]
-        added = self._store.import_memories(memories)
+            memories = _reporting(memories, progress, len(export.memories))
+        added = self._store.import_memories(memories, export.usage, export.episodes, export.links)
         self.backfill_vectors()
         return added
 

@@ -1,55 +1,126 @@
 """Lossless JSON Lines export and import.
 
-The first line is a header naming the format; every other line is one memory with
-all its fields (ids, sessions, scopes, timestamps, metadata, status). Importing the
-same file twice adds nothing the second time: memories are matched by id.
+An export is UTF-8 text, one JSON object per line. The first line is a header;
+every other line has a ``type``: the explicit episodes first, then every memory
+(all sessions, in id order), then the links sleep made between memories::
+
+    {"format": "mnemosyne-jsonl", "version": 2}
+    {"type": "episode", "id": "...", "session_id": "s", "label": "deploy v2",
+     "started_at": "2026-01-01T09:00:00+00:00", "ended_at": "2026-01-01T09:40:00+00:00"}
+    {"type": "memory", "id": "...", "session_id": "s", "scope": "session", "kind": "episodic",
+     "status": "consolidated", "content": "...", "source": "conversation", "importance": 0.5,
+     "metadata": {}, "created_at": "...", "recorded_at": "...", "valid_until": null,
+     "episode_id": "...", "idempotency_key": null, "strength": 1.0, "occurrences": 1,
+     "last_seen_at": null, "access_count": 0, "last_accessed_at": null}
+    {"type": "link", "src_id": "...", "dst_id": "...", "kind": "summarises",
+     "run_id": "...", "created_at": "..."}
+
+(each record is one line in the file). Times are ISO 8601 in UTC, to the
+microsecond. A link says its ``src_id`` memory stands for its ``dst_id`` memory:
+a summary ``summarises`` its sources, a kept copy ``merges`` its duplicates, a
+newer fact ``supersedes`` an older one; ``forget`` follows them. ``access_count``
+and ``last_accessed_at`` are kept because ranking and sleep's decay read them.
+Sleep runs (what ``undo_sleep`` needs) and database metadata are not exported.
+
+Version 1 files (memory lines without ``type``, and no episodes or links) are
+still read; a file without a header is read as version 1.
+
+Importing adds only what is missing: episodes and memories matched by id, links
+by their two ends and kind, so importing the same file twice adds nothing the
+second time. The whole file is validated first; a link whose end is neither in
+the file nor in the database is refused, with its line.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .core.fingerprint import content_hash
-from .core.timeutil import optional_timestamp, to_timestamp
-from .core.validation import check_content, check_importance, check_label, check_metadata, check_scope
+from .core.timeutil import from_timestamp, optional_timestamp, to_timestamp
+from .core.validation import (
+    check_content,
+    check_importance,
+    check_label,
+    check_metadata,
+    check_scope,
+    finite_number,
+)
 from .errors import InvalidInputError
-from .models import KINDS, STATUSES, Memory
+from .models import KINDS, STATUSES
 from .storage.base import NewMemory
 
 FORMAT = "mnemosyne-jsonl"
-VERSION = 1
+VERSION = 2
+LINK_KINDS = ("summarises", "merges", "supersedes")
+
 _REQUIRED = ("id", "content", "source", "importance", "scope", "session_id", "created_at", "recorded_at")
+# Optional memory fields of version 2, with the value a missing one means.
+_MEMORY_DEFAULTS: dict[str, Any] = {
+    "kind": "episodic", "status": "active", "metadata": {}, "valid_until": None, "episode_id": None,
+    "idempotency_key": None, "strength": 1.0, "occurrences": 1, "last_seen_at": None,
+    "access_count": 0, "last_accessed_at": None,
+}
+_FIELDS = {
+    "memory": {"type", *_REQUIRED, *_MEMORY_DEFAULTS},
+    "episode": {"type", "id", "session_id", "label", "started_at", "ended_at"},
+    "link": {"type", "src_id", "dst_id", "kind", "run_id", "created_at"},
+}
+# Stored times, written as ISO 8601 text.
+_TIMES = {"created_at", "recorded_at", "valid_until", "last_seen_at", "last_accessed_at", "started_at", "ended_at"}
 
 
-def write_jsonl(memories: Iterator[Memory], path: Path) -> int:
-    """Write a header and one line per memory to ``path`` atomically; return the count."""
+@dataclass(slots=True)
+class Export:
+    """A validated export file, ready for the store's ``import_memories``."""
+
+    memories: list[NewMemory] = field(default_factory=list)
+    # Per memory id: the columns sleep and ranking keep besides the memory itself.
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    episodes: list[dict[str, Any]] = field(default_factory=list)
+    # Each link's columns, plus "where" (its file and line) for the store's refusal.
+    links: list[dict[str, Any]] = field(default_factory=list)
+
+
+def write_jsonl(
+    records: Iterable[tuple[str, dict[str, Any]]], path: Path, progress: Callable[[int], None] | None = None
+) -> int:
+    """Write a header and one line per ``(type, stored columns)`` record to ``path``
+    atomically; return how many memories were written.
+
+    ``progress(done)``, if given, is called with the count of memories written so far.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     count = 0
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
-            for memory in memories:
-                record = memory.to_dict()
-                for transient in ("score", "explanation", "access_count"):
-                    record.pop(transient, None)
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
+            if progress is not None:
+                progress(0)
+            for kind, columns in records:
+                line = {"type": kind, **{k: _iso(v) if k in _TIMES else v for k, v in columns.items()}}
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+                if kind == "memory":
+                    count += 1
+                    if progress is not None:
+                        progress(count)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return count
 
 
-def read_jsonl(path: Path) -> list[NewMemory]:
+def read_jsonl(path: Path) -> Export:
     """Parse and validate a whole export before anything is written."""
     if not path.is_file():
         raise InvalidInputError(f"there is no file at {path} to import")
-    memories = []
+    parsed = _Reader()
+    version = 1  # a file without a header is a version 1 file
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -59,42 +130,143 @@ def read_jsonl(path: Path) -> list[NewMemory]:
             except ValueError as exc:
                 raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
             if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
-                if record.get("version") != VERSION:
+                if record.get("version") not in (1, VERSION):
                     raise InvalidInputError(
-                        f"{path} is export format version {record.get('version')}; this "
-                        f"Mnemosyne reads version {VERSION}; upgrade Mnemosyne"
+                        f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
+                        f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
                     )
+                version = record["version"]
                 continue
             try:
-                memories.append(_to_new_memory(record))
+                parsed.add(record, version, f"{path}:{number}")
             except InvalidInputError as exc:
                 raise InvalidInputError(f"{path}:{number}: {exc}") from exc
-    return memories
+    return parsed.export
 
 
-def _to_new_memory(record: Any) -> NewMemory:
-    if not isinstance(record, dict):
-        raise InvalidInputError("each line must be a JSON object")
-    missing = [key for key in _REQUIRED if key not in record]
-    if missing:
-        raise InvalidInputError(f"missing fields {missing}")
-    content = check_content(record["content"])
-    kind = record.get("kind", "episodic")
-    status = record.get("status", "active")
-    if kind not in KINDS or status not in STATUSES:
-        raise InvalidInputError(f"unknown kind {kind!r} or status {status!r}")
-    return NewMemory(
-        id=check_label(record["id"], "id"),
-        session_id=check_label(record["session_id"], "session_id"),
-        scope=check_scope(record["scope"]),
-        content=content,
-        content_hash=content_hash(content),
-        source=check_label(record["source"], "source"),
-        importance=check_importance(record["importance"]),
-        metadata=check_metadata(record.get("metadata")),
-        created_at=to_timestamp(record["created_at"], "created_at"),
-        recorded_at=to_timestamp(record["recorded_at"], "recorded_at"),
-        valid_until=optional_timestamp(record.get("valid_until"), "valid_until"),
-        kind=kind,
-        status=status,
-    )
+class _Reader:
+    """Turns lines into an :class:`Export`, refusing duplicates within the file."""
+
+    def __init__(self) -> None:
+        self.export = Export()
+        self._keys: set[str] = set()
+        self._episodes: set[str] = set()
+        self._links: set[tuple[str, str, str]] = set()
+
+    def add(self, record: Any, version: int, where: str) -> None:
+        if not isinstance(record, dict):
+            raise InvalidInputError("each line must be a JSON object")
+        if version == 1:
+            # Version 1 lines are memories; older writers added fields (e.g. "context")
+            # that carry nothing to import.
+            self._add_memory({k: v for k, v in record.items() if k in _FIELDS["memory"] and k != "type"})
+            return
+        kind = record.get("type")
+        if kind not in _FIELDS:
+            raise InvalidInputError(f"type must be one of {sorted(_FIELDS)}, got {kind!r}")
+        # A misspelt field would otherwise be dropped without a word.
+        unknown = sorted(set(record) - _FIELDS[kind])
+        if unknown:
+            raise InvalidInputError(f"unknown fields {unknown} for a {kind} line")
+        if kind == "memory":
+            self._add_memory(record)
+        elif kind == "episode":
+            self._add_episode(record)
+        else:
+            self._add_link(record, where)
+
+    def _add_memory(self, record: dict[str, Any]) -> None:
+        missing = [key for key in _REQUIRED if key not in record]
+        if missing:
+            raise InvalidInputError(f"missing fields {missing}")
+        values = {**_MEMORY_DEFAULTS, **record}
+        memory_id = check_label(values["id"], "id")
+        if memory_id in self.export.usage:
+            raise InvalidInputError(f"memory {memory_id} appears twice in the file")
+        content = check_content(values["content"])
+        kind, status = values["kind"], values["status"]
+        if kind not in KINDS or status not in STATUSES:
+            raise InvalidInputError(f"unknown kind {kind!r} or status {status!r}")
+        key = _optional_label(values["idempotency_key"], "idempotency_key")
+        if key is not None:
+            if key in self._keys:
+                raise InvalidInputError(f"idempotency_key {key!r} is used by two memories of the file")
+            self._keys.add(key)
+        self.export.memories.append(NewMemory(
+            id=memory_id,
+            session_id=check_label(values["session_id"], "session_id"),
+            scope=check_scope(values["scope"]),
+            content=content,
+            content_hash=content_hash(content),
+            source=check_label(values["source"], "source"),
+            importance=check_importance(values["importance"]),
+            metadata=check_metadata(values["metadata"]),
+            created_at=to_timestamp(values["created_at"], "created_at"),
+            recorded_at=to_timestamp(values["recorded_at"], "recorded_at"),
+            valid_until=optional_timestamp(values["valid_until"], "valid_until"),
+            kind=kind,
+            status=status,
+            idempotency_key=key,
+            episode_id=_optional_label(values["episode_id"], "episode_id"),
+        ))
+        strength = finite_number(values["strength"])
+        if strength is None or not 0 <= strength <= 1:
+            raise InvalidInputError(f"strength must be a number from 0 to 1, got {values['strength']!r}")
+        self.export.usage[memory_id] = {
+            "strength": strength,
+            "occurrences": _count(values["occurrences"], "occurrences", minimum=1),
+            "last_seen_at": optional_timestamp(values["last_seen_at"], "last_seen_at"),
+            "access_count": _count(values["access_count"], "access_count", minimum=0),
+            "last_accessed_at": optional_timestamp(values["last_accessed_at"], "last_accessed_at"),
+        }
+
+    def _add_episode(self, record: dict[str, Any]) -> None:
+        missing = [key for key in ("id", "session_id", "label", "started_at") if key not in record]
+        if missing:
+            raise InvalidInputError(f"missing fields {missing}")
+        episode_id = check_label(record["id"], "id")
+        if episode_id in self._episodes:
+            raise InvalidInputError(f"episode {episode_id} appears twice in the file")
+        self._episodes.add(episode_id)
+        self.export.episodes.append({
+            "id": episode_id,
+            "session_id": check_label(record["session_id"], "session_id"),
+            "label": check_label(record["label"], "label"),
+            "started_at": to_timestamp(record["started_at"], "started_at"),
+            "ended_at": optional_timestamp(record.get("ended_at"), "ended_at"),
+        })
+
+    def _add_link(self, record: dict[str, Any], where: str) -> None:
+        missing = [key for key in ("src_id", "dst_id", "kind", "created_at") if key not in record]
+        if missing:
+            raise InvalidInputError(f"missing fields {missing}")
+        src, dst = check_label(record["src_id"], "src_id"), check_label(record["dst_id"], "dst_id")
+        kind = record["kind"]
+        if kind not in LINK_KINDS:
+            raise InvalidInputError(f"link kind must be one of {list(LINK_KINDS)}, got {kind!r}")
+        if src == dst:
+            raise InvalidInputError(f"a link from memory {src} to itself means nothing")
+        if (src, dst, kind) in self._links:
+            raise InvalidInputError(f"link {src} {kind} {dst} appears twice in the file")
+        self._links.add((src, dst, kind))
+        self.export.links.append({
+            "src_id": src, "dst_id": dst, "kind": kind,
+            "run_id": _optional_label(record.get("run_id"), "run_id"),
+            "created_at": to_timestamp(record["created_at"], "created_at"),
+            "where": where,
+        })
+
+
+def _iso(seconds: float | None) -> str | None:
+    return None if seconds is None else from_timestamp(seconds).isoformat()
+
+
+def _optional_label(value: Any, name: str) -> str | None:
+    return None if value is None else check_label(value, name)
+
+
+def _count(value: Any, name: str, minimum: int) -> int:
+    # SQLite stores integers in 64 bits.
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
+        raise InvalidInputError(f"{name} must be a whole number from {minimum} to 2**63 - 1, got {value!r}")
+    return value

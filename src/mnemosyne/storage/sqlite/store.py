@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,18 +204,61 @@ class SQLiteStore(VectorRows):
                 audit(conn, "update", memory_id, session_id,
                       {"fields": ["status"], "reason": f"what stood for it ({forgotten}) was forgotten"})
 
-    def import_memories(self, memories: Iterable[NewMemory]) -> int:
-        """Insert memories whose id is not stored yet; return how many were added."""
+    def import_memories(
+        self,
+        memories: Iterable[NewMemory],
+        usage: Mapping[str, Mapping[str, Any]] | None = None,
+        episodes: Sequence[Mapping[str, Any]] = (),
+        links: Sequence[Mapping[str, Any]] = (),
+    ) -> int:
+        """Add, in one transaction, the episodes and memories whose id is not stored
+        yet and the links not stored yet; return how many memories were added.
+
+        ``usage`` maps a memory id to its kept columns (strength, occurrences,
+        last_seen_at, access_count, last_accessed_at), written for added memories.
+        Each link holds its columns (src_id, dst_id, kind, run_id, created_at) and
+        ``where``, how to name it in an error. A link whose end is in neither the
+        import nor the database raises :class:`InvalidInputError` and nothing is
+        written: without it, forget would leave a forgotten memory quoted in a summary.
+        """
         added = 0
+        kept = usage or {}
         touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
+            conn.executemany(
+                "INSERT INTO episodes (id, session_id, label, started_at, ended_at) "
+                "VALUES (:id, :session_id, :label, :started_at, :ended_at) ON CONFLICT (id) DO NOTHING",
+                episodes,
+            )
             for memory in memories:
                 exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
                 if exists is None:
-                    _, seq = self._insert_one(conn, memory, "import")
+                    try:
+                        _, seq = self._insert_one(conn, memory, "import")
+                    except InvalidInputError as exc:  # its idempotency key names another memory
+                        raise InvalidInputError(f"memory {memory.id}: {exc}; nothing was imported") from exc
                     if seq is not None:
+                        if memory.id in kept:
+                            conn.execute(
+                                "UPDATE memories SET strength = :strength, occurrences = :occurrences, "
+                                "last_seen_at = :last_seen_at, access_count = :access_count, "
+                                "last_accessed_at = :last_accessed_at WHERE seq = :seq",
+                                {**kept[memory.id], "seq": seq},
+                            )
                         touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
                         added += 1
+            for link in links:
+                for end in (link["src_id"], link["dst_id"]):
+                    if conn.execute("SELECT 1 FROM memories WHERE id = ?", (end,)).fetchone() is None:
+                        raise InvalidInputError(
+                            f"{link['where']}: the {link['kind']} link refers to memory {end}, which is "
+                            "not in the database and was not imported; nothing was imported"
+                        )
+            conn.executemany(
+                "INSERT INTO memory_links (src_id, dst_id, kind, run_id, created_at) "
+                "VALUES (:src_id, :dst_id, :kind, :run_id, :created_at) ON CONFLICT DO NOTHING",
+                [{k: v for k, v in link.items() if k != "where"} for link in links],
+            )
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return added
@@ -432,6 +475,29 @@ class SQLiteStore(VectorRows):
             for row in rows:
                 yield row_to_memory(row)
             last = rows[-1]["id"]
+
+    def iter_dump(self) -> Generator[tuple[str, dict[str, Any]], None, None]:
+        """Everything an export holds, as ``(type, stored columns)``: every explicit
+        episode, then every memory in id (creation) order, then every link.
+
+        One read snapshot, so each link's ends are in the same dump even while
+        others write. Close the generator if you stop early: it holds that snapshot.
+        """
+        with self._db.read("export") as conn:
+            for row in conn.execute(
+                "SELECT id, session_id, label, started_at, ended_at FROM episodes ORDER BY id"
+            ):
+                yield "episode", dict(row)
+            for row in conn.execute(
+                "SELECT id, session_id, scope, kind, status, content, source, importance, metadata, "
+                "created_at, recorded_at, valid_until, episode_id, idempotency_key, strength, "
+                "occurrences, last_seen_at, access_count, last_accessed_at FROM memories ORDER BY id"
+            ):
+                yield "memory", {**dict(row), "metadata": json.loads(row["metadata"])}
+            for row in conn.execute(
+                "SELECT src_id, dst_id, kind, run_id, created_at FROM memory_links ORDER BY src_id, dst_id, kind"
+            ):
+                yield "link", dict(row)
 
     def get_meta(self, key: str) -> str | None:
         with self._db.read() as conn:
