@@ -97,13 +97,12 @@ class SleepPolicy:
             value = getattr(self, name)
             if finite_number(value) is None and not (name == "promote_importance" and value is None):
                 raise InvalidInputError(f"SleepPolicy.{name} must be a finite number, got {value!r}")
-        if self.episode_gap <= 0 or self.summarise_after < 0 or self.half_life_days <= 0 or self.abandoned_after < 0:
-            raise InvalidInputError(
-                "SleepPolicy: episode_gap and half_life_days must be > 0, summarise_after and "
-                f"abandoned_after >= 0; got episode_gap={self.episode_gap!r}, "
-                f"half_life_days={self.half_life_days!r}, summarise_after={self.summarise_after!r}, "
-                f"abandoned_after={self.abandoned_after!r}"
-            )
+        for name, positive in (("episode_gap", True), ("half_life_days", True),
+                               ("summarise_after", False), ("abandoned_after", False)):
+            value = getattr(self, name)
+            if value < 0 or (positive and value == 0):
+                bound = "> 0" if positive else ">= 0"
+                raise InvalidInputError(f"SleepPolicy.{name} must be {bound}, got {value!r}")
         size = self.min_episode_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 2:
             raise InvalidInputError(f"SleepPolicy.min_episode_size must be an integer >= 2, got {size!r}")

@@ -7,9 +7,11 @@ transaction, and answers filtered queries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import numpy as np
 
 from ..models import Memory
 
@@ -54,21 +56,51 @@ class Filters:
 
 
 class Store(Protocol):
+    """What the layers above ask of a backend (``SQLiteStore`` is checked against
+    it by the type checker)."""
+
     path: str
 
-    def insert(self, memories: Sequence[NewMemory], op: str = "remember") -> list[str]: ...
+    def insert(
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Sequence[np.ndarray | None] | None = None,
+        embedder: dict[str, Any] | None = None,
+        op: str = "remember",
+    ) -> list[str]: ...
 
     def get(self, memory_id: str, viewer_session: str) -> Memory | None: ...
 
-    def update(self, memory_id: str, viewer_session: str, changes: dict[str, Any]) -> Memory: ...
+    def update(
+        self,
+        memory_id: str,
+        viewer_session: str,
+        changes: dict[str, Any],
+        vector: np.ndarray | None = None,
+        embedder: dict[str, Any] | None = None,
+    ) -> Memory: ...
 
     def delete(self, memory_id: str, viewer_session: str) -> None: ...
 
-    def search_text(self, query: str, filters: Filters, limit: int) -> list[tuple[Memory, float]]: ...
+    def search_text(
+        self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int
+    ) -> dict[str, list[tuple[int, float]]]: ...
 
-    def iter_memories(self) -> Iterator[Memory]: ...
+    def search_vectors(
+        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any]
+    ) -> list[tuple[int, float]]: ...
 
-    def import_memories(self, memories: Iterable[NewMemory]) -> int: ...
+    def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]: ...
+
+    def iter_dump(self) -> Generator[tuple[str, dict[str, Any]], None, None]: ...
+
+    def import_memories(
+        self,
+        memories: Iterable[NewMemory],
+        usage: Mapping[str, Mapping[str, Any]] | None = None,
+        episodes: Sequence[Mapping[str, Any]] = (),
+        links: Sequence[Mapping[str, Any]] = (),
+    ) -> int: ...
 
     def get_meta(self, key: str) -> str | None: ...
 

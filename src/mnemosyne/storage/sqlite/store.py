@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from ...core.signature import same_embedder
 from ...core.summarise import without_quotes_of
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
-from ..base import Filters, NewMemory
+from ..base import Filters, NewMemory, Store
 from .access import AccessRecorder
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
 from .context_index import refresh_contexts
@@ -462,20 +462,6 @@ class SQLiteStore(VectorRows):
 
     # -- reads, continued ------------------------------------------------------------
 
-    def iter_memories(self) -> Iterator[Memory]:
-        """Every stored memory, in id (creation) order, read in pages."""
-        last = ""
-        while True:
-            with self._db.read() as conn:
-                rows = conn.execute(
-                    f"SELECT {_COLUMNS} FROM memories WHERE id > ? ORDER BY id LIMIT 500", (last,)
-                ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield row_to_memory(row)
-            last = rows[-1]["id"]
-
     def iter_dump(self) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """Everything an export holds, as ``(type, stored columns)``: every explicit
         episode, then every memory in id (creation) order, then every link.
@@ -634,3 +620,7 @@ def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
         clauses.append(f"({a}.valid_until IS NULL OR {a}.valid_until > ?)")
         params.append(filters.valid_at)
     return " AND ".join(clauses), params
+
+
+# The type checker holds this backend to the storage contract.
+_CONTRACT: type[Store] = SQLiteStore
