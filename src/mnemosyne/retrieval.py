@@ -57,56 +57,59 @@ def search(
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
     dense_search = background.submit(by_meaning) if slot.ready else None
-    terms = lexical.query_terms(query)
-    frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
-    # A context window holds WINDOW events, so a term matches about WINDOW times as
-    # many windows as memories: under the same postings budget fewer terms find
-    # candidates there.
-    in_windows = {term: count * WINDOW for term, count in frequencies.items()}
-    queries = {
-        field: field_queries
-        for field, field_queries in (
-            ("content", lexical.fts_queries(terms, frequencies, total)),
-            ("context", lexical.fts_queries(terms, in_windows, total)),
-        )
-        if field_queries
-    }
-    lexical_hits = store.search_text(queries, filters, depth) if queries else {}
-    query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
+    # One read snapshot for every lookup: they agree with each other (no memory can
+    # be forgotten and its seq reused in between), and pay for one transaction.
+    with store.snapshot():
+        terms = lexical.query_terms(query)
+        frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
+        # A context window holds WINDOW events, so a term matches about WINDOW times as
+        # many windows as memories: under the same postings budget fewer terms find
+        # candidates there.
+        in_windows = {term: count * WINDOW for term, count in frequencies.items()}
+        queries = {
+            field: field_queries
+            for field, field_queries in (
+                ("content", lexical.fts_queries(terms, frequencies, total)),
+                ("context", lexical.fts_queries(terms, in_windows, total)),
+            )
+            if field_queries
+        }
+        lexical_hits = store.search_text(queries, filters, depth) if queries else {}
+        query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
-    if redirect:
-        hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-        standing_for = store.representatives(hit_seqs, filters)
-        lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
-        dense_hits = _redirected(dense_hits, standing_for)
-    keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-    # What a turn means often lives in its neighbours, for meaning as for words. Dense
-    # hits mean the vector search just brought the index up to date for this model.
-    dense_window_hits = (
-        store.window_similarities(query_vector, keys, weights.episode_gap_s)
-        if query_vector is not None and dense_hits
-        else []
-    )
-    naming = lexical.source_terms(query)
-    candidates = {
-        seq: Candidate(
-            importance=row["importance"],
-            created_at=row["created_at"],
-            access_count=row["access_count"],
-            session_id=row["session_id"],
-            source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
-            length=row["length"],
+        if redirect:
+            hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+            standing_for = store.representatives(hit_seqs, filters)
+            lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
+            dense_hits = _redirected(dense_hits, standing_for)
+        keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+        # What a turn means often lives in its neighbours, for meaning as for words. Dense
+        # hits mean the vector search just brought the index up to date for this model.
+        dense_window_hits = (
+            store.window_similarities(query_vector, keys, weights.episode_gap_s)
+            if query_vector is not None and dense_hits
+            else []
         )
-        for seq, row in store.ranking_facts(keys).items()
-    }
-    span = time_window(query, from_timestamp(now))
-    window = None if span is None else (span[0].timestamp(), span[1].timestamp())
-    ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
-    memories = store.memories_by_seq((r.key for r in ranked), filters)
+        naming = lexical.source_terms(query)
+        candidates = {
+            seq: Candidate(
+                importance=row["importance"],
+                created_at=row["created_at"],
+                access_count=row["access_count"],
+                session_id=row["session_id"],
+                source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
+                length=row["length"],
+            )
+            for seq, row in store.ranking_facts(keys).items()
+        }
+        span = time_window(query, from_timestamp(now))
+        window = None if span is None else (span[0].timestamp(), span[1].timestamp())
+        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
+        memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
-        if r.key in memories  # forgotten between the two reads
+        if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
 
 

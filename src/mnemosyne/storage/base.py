@@ -8,6 +8,7 @@ transaction, and answers filtered queries.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -81,6 +82,8 @@ class Store(Protocol):
     ) -> Memory: ...
 
     def delete(self, memory_id: str, viewer_session: str) -> None: ...
+
+    def snapshot(self) -> AbstractContextManager[object]: ...
 
     def search_text(
         self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int

@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +316,10 @@ class SQLiteStore(VectorRows):
                 steps += 1
         return steps
 
+    def snapshot(self) -> AbstractContextManager[object]:
+        """Hold one read snapshot across several reads of this thread (they nest in it)."""
+        return self._db.read("read a snapshot")
+
     def search_text(
         self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int
     ) -> dict[str, list[tuple[int, float]]]:
@@ -453,9 +458,10 @@ class SQLiteStore(VectorRows):
         such a newcomer is returned only if the query could have found it.
         """
         where, params = filter_sql(filters, alias="m")
+        # NOT INDEXED: look the rows up by seq; the planner may otherwise scan a status index.
         with self._db.read() as conn:
             rows = select_in(
-                conn, f"SELECT seq, {_COLUMNS} FROM memories AS m WHERE {where} AND seq IN ({{marks}})",
+                conn, f"SELECT seq, {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {where} AND seq IN ({{marks}})",
                 list(dict.fromkeys(seqs)), params,
             )
         return {row["seq"]: row_to_memory(row) for row in rows}
