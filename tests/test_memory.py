@@ -79,6 +79,8 @@ def test_update_changes_content_and_index(mem: Mnemosyne):
     assert (updated.content, updated.importance, updated.metadata) == ("the font is Inter", 0.6, {"v": 2})
     assert all("Helvetica" not in r.content for r in mem.recall("Helvetica"))
     assert [r.id for r in mem.recall("Inter")] == [memory_id]
+    with pytest.raises(InvalidInputError, match="at least one of content, importance or metadata"):
+        mem.update(memory_id)  # nothing to change: refused, not a silent no-op
 
 
 def test_forget_removes_from_every_index_and_leaves_a_tombstone(mem: Mnemosyne, tmp_path: Path):

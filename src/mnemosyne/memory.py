@@ -213,6 +213,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if metadata is not None:
             changes["metadata"] = check_metadata(metadata)
         memory_id = check_label(memory_id, "memory_id")
+        if not changes:  # a call that changes nothing is a mistake worth hearing about
+            raise InvalidInputError("update needs at least one of content, importance or metadata")
         if content is not None:
             vectors = self._embedder.embed([content])
             vector = None if vectors is None else vectors[0]

@@ -136,8 +136,6 @@ def _get(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
 
 def _update(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     memory_id = args.pop("memory_id")
-    if not args:
-        raise InvalidInputError("update needs at least one of content, importance or metadata")
     return {"memory": mem.update(memory_id, **args).to_dict()}
 
 
