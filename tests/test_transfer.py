@@ -192,6 +192,15 @@ def test_an_invalid_line_imports_nothing(tmp_path: Path, bad: Any) -> None:
         assert {m.id for m in mem.recall("good line")} <= {existing}
 
 
+def test_a_file_that_is_not_utf8_imports_nothing(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "latin1.jsonl", [record(content="good line")])
+    path.write_bytes(path.read_bytes() + "caf\u00e9\n".encode("latin-1"))
+    with Mnemosyne(db_path=tmp_path / "db.db") as mem:
+        with pytest.raises(InvalidInputError, match="not UTF-8"):
+            mem.import_jsonl(path)
+        assert mem.get_stats().total == 0
+
+
 def test_import_rejects_a_missing_file_and_a_newer_format(tmp_path: Path) -> None:
     newer = tmp_path / "v3.jsonl"
     newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 3}) + "\n"

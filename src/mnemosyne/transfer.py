@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,27 +121,37 @@ def read_jsonl(path: Path) -> Export:
         raise InvalidInputError(f"there is no file at {path} to import")
     parsed = _Reader()
     version = 1  # a file without a header is a version 1 file
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
-            if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
-                if record.get("version") not in (1, VERSION):
-                    raise InvalidInputError(
-                        f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
-                        f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
-                    )
-                version = record["version"]
-                continue
-            try:
-                parsed.add(record, version, f"{path}:{number}")
-            except InvalidInputError as exc:
-                raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+    for number, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
+        if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
+            if record.get("version") not in (1, VERSION):
+                raise InvalidInputError(
+                    f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
+                    f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
+                )
+            version = record["version"]
+            continue
+        try:
+            parsed.add(record, version, f"{path}:{number}")
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{path}:{number}: {exc}") from exc
     return parsed.export
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yield from enumerate(handle, start=1)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{path} is not UTF-8 text ({exc}); an export is JSON Lines in UTF-8: convert "
+            "the file (e.g. iconv -t UTF-8) and import it again; nothing was imported"
+        ) from exc
 
 
 class _Reader:

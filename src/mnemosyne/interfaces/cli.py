@@ -250,18 +250,10 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    from .. import InvalidInputError
     from .progress import ProgressBar
 
     with ProgressBar("importing", quiet=args.quiet) as bar:
-        try:
-            added = _open(args).import_jsonl(args.path, progress=bar)
-        except UnicodeDecodeError as exc:
-            # The whole file is read before anything is stored, so nothing was imported.
-            raise InvalidInputError(
-                f"{args.path} is not UTF-8 text ({exc}); an export is JSON Lines in UTF-8: "
-                "convert the file (e.g. iconv -t UTF-8) and import it again; nothing was imported"
-            ) from exc
+        added = _open(args).import_jsonl(args.path, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
 
 
