@@ -277,6 +277,30 @@ def test_auto_sleep_runs_in_the_background_after_an_idle_period(tmp_path: Path):
     assert not mem._auto_sleeper._thread.is_alive()
 
 
+class SlowToPlan(Mnemosyne):
+    """Planning that takes a while, as on a large database."""
+
+    planning = threading.Event()
+
+    def _sleep_vectors(self, memory_ids):
+        self.planning.set()
+        time.sleep(1.0)
+        return super()._sleep_vectors(memory_ids)
+
+
+def test_closing_during_an_auto_sleep_stops_it_and_frees_the_lease(tmp_path: Path):
+    db = tmp_path / "m.db"
+    mem = SlowToPlan(session_id="bg", db_path=db, auto_sleep=0.2)
+    fill(mem)
+    assert SlowToPlan.planning.wait(20)
+    mem.close()  # while the sleep plans
+    assert not mem._auto_sleeper._thread.is_alive()
+    assert mem._auto_sleeper.last_error is None and mem._auto_sleeper.runs == 0
+    with Mnemosyne(session_id="bg", db_path=db) as other:
+        assert other.get_stats().last_sleep_at is None  # the stopped sleep changed nothing
+        assert other.sleep().summaries == 3  # and left no lease behind
+
+
 def test_cli_sleep_undo_and_stats(tmp_path: Path):
     db = tmp_path / "cli.db"
     with Mnemosyne(session_id="default", db_path=db) as mem:

@@ -47,6 +47,10 @@ LEASE_TTL = 120.0
 _ATTEMPTS = 3
 
 
+class SleepStopped(Exception):
+    """A sleep asked to stop (its instance is closing) ended early, changing nothing."""
+
+
 def run_sleep(
     sleeper: SleepStore,
     policy: SleepPolicy,
@@ -56,20 +60,33 @@ def run_sleep(
     vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray] | None] | None = None,
     dry_run: bool = False,
     now: float | None = None,
+    stop: threading.Event | None = None,
 ) -> SleepReport:
-    """One consolidation pass over the whole database; see :meth:`Mnemosyne.sleep`."""
+    """One consolidation pass over the whole database; see :meth:`Mnemosyne.sleep`.
+
+    ``stop``, once set, ends the pass at its next step with :class:`SleepStopped`,
+    having changed nothing and released the lease.
+    """
     holder = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-12:]}"
     started = time.time()
+
+    def check_stop() -> None:
+        if stop is not None and stop.is_set():
+            raise SleepStopped("sleep stopped before applying anything")
+
     sleeper.acquire_lease(holder, LEASE_TTL)
     try:
         for attempt in range(_ATTEMPTS):
+            check_stop()
             snapshot = sleeper.snapshot()
             vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
+            check_stop()
             plan = plan_consolidation(
                 snapshot.records, started if now is None else now, policy, vectors=vecs,
                 summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
                 episode_labels=snapshot.labels,
             )
+            check_stop()
             counts = _counts(plan)
             run_id = new_id()
             if dry_run:
@@ -82,6 +99,7 @@ def run_sleep(
                 contents, fallbacks = _summarise(
                     plan, summariser, summariser_timeout, policy, sleeper, holder)
             new_ids = {summary.key: new_id() for summary in plan.summaries}
+            check_stop()
             try:
                 applied = sleeper.apply(
                     plan, snapshot, run_id, holder, contents, new_ids,
@@ -147,7 +165,7 @@ class AutoSleeper:
     never wait on it. Another process holding the lease just means skipping a turn.
     """
 
-    def __init__(self, sleep: Callable[[], Any], idle: float) -> None:
+    def __init__(self, sleep: Callable[[threading.Event], Any], idle: float) -> None:
         if idle <= 0:
             raise ValueError("auto_sleep idle period must be > 0 seconds")
         self.idle = idle
@@ -166,9 +184,12 @@ class AutoSleeper:
         self._dirty = True
 
     def stop(self) -> None:
+        """Stop and wait for the thread. A sleep under way ends at its next step and
+        releases its lease: the store must not close under it, or the lease would be
+        left held and every process's sleep refused until it expires."""
         self._stop.set()
         if self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
+            self._thread.join()
 
     def _loop(self) -> None:
         while not self._stop.wait(min(self.idle / 4, 5.0)):
@@ -176,8 +197,10 @@ class AutoSleeper:
                 continue
             self._dirty = False
             try:
-                self.last_report = self._sleep()
+                self.last_report = self._sleep(self._stop)
                 self.runs += 1
+            except SleepStopped:
+                return
             except LeaseHeldError:
                 self._dirty = True  # someone else is sleeping; try again later
             except Exception as exc:  # the thread must survive; the error is kept and logged
@@ -211,7 +234,7 @@ class SleepMixin:
         self.sleep_policy = policy
         self._sleeper = SleepStore(self._store)
         if idle is not None:
-            self._auto_sleeper = AutoSleeper(self.sleep, idle)
+            self._auto_sleeper = AutoSleeper(lambda stop: self._sleep(stop=stop), idle)
 
     def sleep(
         self,
@@ -238,13 +261,25 @@ class SleepMixin:
             raise InvalidInputError("summariser must be a callable taking a list of texts and returning text")
         # A longer wait is an OverflowError inside the thread pool.
         timeout = check_seconds(summariser_timeout, "summariser_timeout", positive=True, maximum=threading.TIMEOUT_MAX)
+        return self._sleep(summariser=summariser, summariser_timeout=timeout, policy=policy, dry_run=dry_run)
+
+    def _sleep(
+        self,
+        *,
+        summariser: Summariser | None = None,
+        summariser_timeout: float = 30.0,
+        policy: SleepPolicy | None = None,
+        dry_run: bool = False,
+        stop: threading.Event | None = None,
+    ) -> SleepReport:
         report = run_sleep(
             self._sleeper, _check_policy(policy, "policy") or self.sleep_policy, summariser=summariser,
-            summariser_timeout=timeout, vectors=self._sleep_vectors, dry_run=dry_run,
+            summariser_timeout=summariser_timeout, vectors=self._sleep_vectors, dry_run=dry_run, stop=stop,
         )
         if not dry_run:  # idle time is when to tidy the text indexes that recall reads
             try:
-                log.debug("sleep: text indexes merged in %d steps", self._store.compact_text_indexes())
+                steps = self._store.compact_text_indexes(stop=stop)
+                log.debug("sleep: text indexes merged in %d steps", steps)
             except DatabaseBusyError as exc:  # the consolidation stands; merging can wait for the next sleep
                 log.warning("sleep: merging the text indexes postponed: %s", exc)
         self._after_sleep(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -295,8 +296,11 @@ class SQLiteStore(VectorRows):
             ).fetchone()
         return None if row is None else row_to_memory(row)
 
-    def compact_text_indexes(self, pages_per_step: int = MERGE_PAGES_PER_STEP) -> int:
-        """Merge the full-text indexes' segments; return the steps taken.
+    def compact_text_indexes(
+        self, pages_per_step: int = MERGE_PAGES_PER_STEP, stop: threading.Event | None = None
+    ) -> int:
+        """Merge the full-text indexes' segments; return the steps taken. ``stop``,
+        once set, ends the merging after the current step.
 
         Writes leave FTS5 with many small segments, and every search reads each one:
         merged, a lexical-only recall over 100k memories took 25% less CPU (6.6 ->
@@ -308,6 +312,8 @@ class SQLiteStore(VectorRows):
         for table in _FTS_TABLES.values():
             merged = False
             while not merged:
+                if stop is not None and stop.is_set():
+                    return steps
                 with self._db.write("merge the text index") as conn:
                     before = conn.total_changes
                     # A negative size merges even levels that are not yet full.
