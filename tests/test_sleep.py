@@ -103,9 +103,9 @@ def test_a_busy_database_postpones_merging_the_text_indexes_not_the_sleep(tmp_pa
         other_writer = sqlite3.connect(db, isolation_level=None)
         merge = mem._store.compact_text_indexes
 
-        def merge_while_another_process_writes() -> int:
+        def merge_while_another_process_writes(**options) -> int:
             other_writer.execute("BEGIN IMMEDIATE")
-            return merge()
+            return merge(**options)
 
         monkeypatch.setattr(mem._store, "compact_text_indexes", merge_while_another_process_writes)
         report = mem.sleep()
