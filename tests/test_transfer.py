@@ -347,6 +347,30 @@ def test_forget_follows_the_links_after_import(slept: tuple[Path, Path], tmp_pat
     assert statuses["The staging database password rotates monthly."] == "active"
 
 
+def test_an_older_export_does_not_bring_back_what_was_forgotten(slept: tuple[Path, Path], tmp_path: Path):
+    _, export = slept
+    lines = export.read_text(encoding="utf-8").splitlines()
+    # The originals alone, as an export taken before sleep summarised them would hold.
+    originals = tmp_path / "originals.jsonl"
+    originals.write_text("\n".join([lines[0], *(
+        line for line in lines[1:] if json.loads(line)["type"] == "memory" and json.loads(line)["kind"] != "summary"
+    )]) + "\n", encoding="utf-8")
+    db = tmp_path / "target.db"
+    with Mnemosyne(session_id="alpha", db_path=db) as mem:
+        mem.import_jsonl(originals)
+        alice = next(m for m in mem.timeline() if m.content.startswith("Alice proposed"))
+        mem.forget(alice.id)
+        total = mem.get_stats().total
+
+        added = mem.import_jsonl(export)  # brings the summaries, which quote Alice
+
+        assert mem.get(alice.id) is None
+        assert mem.get_stats().total == total + added
+        summary = next(m for m in mem.recall("navigation bar", include_consolidated=True) if m.kind == "summary")
+        assert "Bob objected" in summary.content and "hamburger" not in summary.content
+        assert mem.import_jsonl(export) == 0 and mem.get(alice.id) is None
+
+
 def test_sleep_behaves_the_same_after_import(slept: tuple[Path, Path], tmp_path: Path):
     source, export = slept
     fresh = tmp_path / "fresh.db"

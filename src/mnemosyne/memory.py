@@ -333,8 +333,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         Memories and episodes are matched by id, links by their ends and kind, so
         importing the same file again adds nothing. The whole file is validated
         first and imported in one transaction: a bad line, or a link to a memory
-        in neither the file nor the database, imports nothing. ``progress``, if
-        given, is called as ``progress(done, total)`` while memories are stored.
+        in neither the file nor the database, imports nothing. A memory forgotten
+        here stays forgotten. ``progress``, if given, is called as
+        ``progress(done, total)`` while memories are stored.
 
         >>> mem.import_jsonl("memories.jsonl")
         1234

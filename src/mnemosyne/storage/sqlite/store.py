@@ -170,21 +170,27 @@ class SQLiteStore(VectorRows):
     def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str) -> None:
         """Summaries that quote a forgotten memory stop quoting it."""
         summaries = conn.execute(
-            "SELECT m.seq, m.id, m.session_id, m.content FROM memory_links AS l "
-            "JOIN memories AS m ON m.id = l.src_id WHERE l.dst_id = ? AND l.kind = 'summarises'",
-            (memory_id,),
+            "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
         ).fetchall()
-        for summary in summaries:
-            cleaned = without_quotes_of(summary["content"], content)
-            if cleaned == summary["content"]:
-                continue
-            conn.execute(
-                "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
-                (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
-            )
-            conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
-            audit(conn, "update", summary["id"], summary["session_id"],
-                  {"fields": ["content"], "reason": f"forgot quoted memory {memory_id}"})
+        for (summary_id,) in summaries:
+            self._unquote_summary(conn, summary_id, memory_id, content)
+
+    def _unquote_summary(self, conn: sqlite3.Connection, summary_id: str, memory_id: str, content: str) -> None:
+        summary = conn.execute(
+            "SELECT seq, session_id, content FROM memories WHERE id = ?", (summary_id,)
+        ).fetchone()
+        if summary is None:
+            return
+        cleaned = without_quotes_of(summary["content"], content)
+        if cleaned == summary["content"]:
+            return
+        conn.execute(
+            "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
+            (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
+        )
+        conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
+        audit(conn, "update", summary_id, summary["session_id"],
+              {"fields": ["content"], "reason": f"forgot quoted memory {memory_id}"})
 
     def _reinstate(self, conn: sqlite3.Connection, memory_ids: Sequence[str], forgotten: str) -> None:
         """Make active again the memories a forgotten summary or kept copy stood for,
@@ -222,9 +228,14 @@ class SQLiteStore(VectorRows):
         ``where``, how to name it in an error. A link whose end is in neither the
         import nor the database raises :class:`InvalidInputError` and nothing is
         written: without it, forget would leave a forgotten memory quoted in a summary.
+
+        A memory forgotten in this database stays forgotten: an older export does not
+        bring it back. It is skipped, its links too, and an imported summary that
+        quotes it stops quoting it.
         """
         added = 0
         kept = usage or {}
+        forgotten: dict[str, str] = {}  # id -> the text an old export still holds
         touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
             conn.executemany(
@@ -234,7 +245,11 @@ class SQLiteStore(VectorRows):
             )
             for memory in memories:
                 exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
-                if exists is None:
+                if exists is None and conn.execute(
+                    "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory.id,)
+                ).fetchone():
+                    forgotten[memory.id] = memory.content
+                elif exists is None:
                     try:
                         _, seq = self._insert_one(conn, memory, "import")
                     except InvalidInputError as exc:  # its idempotency key names another memory
@@ -249,6 +264,10 @@ class SQLiteStore(VectorRows):
                             )
                         touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
                         added += 1
+            for link in links:
+                if link["dst_id"] in forgotten and link["kind"] == "summarises":
+                    self._unquote_summary(conn, link["src_id"], link["dst_id"], forgotten[link["dst_id"]])
+            links = [link for link in links if not {link["src_id"], link["dst_id"]}.intersection(forgotten)]
             for link in links:
                 for end in (link["src_id"], link["dst_id"]):
                     if conn.execute("SELECT 1 FROM memories WHERE id = ?", (end,)).fetchone() is None:
