@@ -94,6 +94,19 @@ def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
         assert conn.execute("SELECT op FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone() == ("repair",)
 
 
+def test_a_time_no_date_can_hold_is_reported_and_can_be_forgotten(db: Path):
+    # Written by a version that did not check the range of times.
+    with sqlite3.connect(db) as conn:
+        (bad,) = conn.execute("SELECT id FROM memories LIMIT 1").fetchone()
+        conn.execute("UPDATE memories SET created_at = 1e20 WHERE id = ?", (bad,))
+    report = doctor.diagnose(db)
+    rows = next(check for check in report.checks if check.name == "rows")
+    assert not report.ok and not rows.ok and bad in rows.detail
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        mem.forget(bad)
+    assert doctor.diagnose(db).ok
+
+
 def test_a_damaged_file_is_reported_and_not_repaired(tmp_path: Path, db: Path):
     with open(db, "r+b") as handle:
         handle.truncate(4096 * 3)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ..core.timeutil import EARLIEST, END
 from ..errors import InvalidInputError, StorageError
 from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.backup_file import timestamp_for_names
@@ -154,7 +155,23 @@ def _rows(conn: sqlite3.Connection) -> DoctorCheck:
     bad = conn.execute("SELECT count(*) FROM memories WHERE json_valid(metadata) = 0").fetchone()[0]
     if bad:
         return DoctorCheck("rows", False, f"{bad} of {total} memories have unreadable metadata")
+    # Versions before times were range-checked could store one a date cannot hold,
+    # which then breaks every read of its row.
+    times = " OR ".join(f"NOT ({column} IS NULL OR {column} BETWEEN ? AND ?)" for column in _TIME_COLUMNS)
+    outside = [row[0] for row in conn.execute(
+        f"SELECT id FROM memories WHERE {times} LIMIT 6", [EARLIEST, END - 1] * len(_TIME_COLUMNS)
+    )]
+    if outside:
+        shown = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")
+        return DoctorCheck(
+            "rows", False,
+            f"memories with a time outside the years 1 to 9999, which reads cannot show: {shown}; "
+            "forget them, or correct their times with SQL",
+        )
     return DoctorCheck("rows", True, f"{total} memories")
+
+
+_TIME_COLUMNS = ("created_at", "recorded_at", "updated_at", "valid_until", "last_accessed_at", "last_seen_at")
 
 
 def _audit_coverage(conn: sqlite3.Connection) -> DoctorCheck:
