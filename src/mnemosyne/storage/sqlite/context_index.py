@@ -24,8 +24,8 @@ def refresh_contexts(
     A session memory's window counts every neighbour, but a global memory's counts
     only global ones, which may lie any number of events away; so global windows are
     rewritten too when a global event changed. An event still stored shows its
-    scope; a removed one may have been global; ``was_global`` says that an event now
-    stored as a session memory was global before this transaction.
+    scope; ``was_global`` says that an event removed, or now stored as a session
+    memory, was global before this transaction.
 
     >>> refresh_contexts(conn, "agent", [(row["created_at"], row["seq"])])
     """
@@ -34,7 +34,7 @@ def refresh_contexts(
         return
     texts, events = _windows_near(conn, session_id, keys, globals_only=False)
     scope_at = {(row["created_at"], row["seq"]): row["scope"] for row in events}
-    if was_global or any(scope_at.get(key, "global") == "global" for key in keys):
+    if was_global or any(scope_at.get(key) == "global" for key in keys):
         texts.update(_windows_near(conn, session_id, keys, globals_only=True)[0])
     _write(conn, texts)
 
