@@ -453,13 +453,10 @@ class SQLiteStore(VectorRows):
                 conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
                 list({row[1] for row in chains if row[1] is not None}), params,
             )}
-        standing_for: dict[int, int | None] = {}
+        standing_for: dict[int, int | None] = {start: None for start, _ in chains}
         for start, candidate in chains:
-            best = standing_for.get(start)
-            if candidate in passing and (best is None or candidate > best):
+            if candidate in passing and candidate > (standing_for[start] or 0):
                 standing_for[start] = candidate
-            else:
-                standing_for.setdefault(start, best)
         return standing_for
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
@@ -478,7 +475,7 @@ class SQLiteStore(VectorRows):
     def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]:
         """The memories at ``seqs`` that still pass ``filters``.
 
-        Searching and reading are separate transactions: in between, another process
+        The vector search reads in a snapshot of its own: in between, another process
         may forget a memory and a new one may take its seq. Filtering again means
         such a newcomer is returned only if the query could have found it.
         """
