@@ -8,19 +8,35 @@ process can insert between the check and the insert; the UNIQUE constraint on
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from ...errors import InvalidInputError
 from ..base import NewMemory
-from .rows import dump_json
+from .rows import dump_json, select_in
 
 
-def existing_id(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
-    """The id of a stored memory this write repeats, or None to insert it."""
+def stored_hashes(conn: sqlite3.Connection, memories: Sequence[NewMemory]) -> set[str]:
+    """The content hashes of ``memories`` that some stored memory already has.
+
+    A write whose text is stored nowhere repeats nothing: one lookup for a whole
+    batch spares most writes the per-memory repeat check.
+    """
+    hashes = list({m.content_hash for m in memories if m.dedupe_since is not None})
+    sql = "SELECT DISTINCT content_hash FROM memories WHERE content_hash IN ({marks})"
+    return {row[0] for row in select_in(conn, sql, hashes)}
+
+
+def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool = True) -> str | None:
+    """The id of a stored memory this write repeats, or None to insert it.
+
+    ``text_stored=False`` says no stored memory has this content hash (see
+    ``stored_hashes``), so only the idempotency key needs looking up.
+    """
     if memory.idempotency_key is not None:
         found = for_key(conn, memory)
         if found is not None:
             return found
-    if memory.dedupe_since is not None:
+    if memory.dedupe_since is not None and text_stored:
         # Only a repeat is reused: the same text (up to case and spacing) with the same
         # source, importance, metadata, expiry and episode. A write that differs in
         # anything else it stores would otherwise be silently dropped. So would a

@@ -23,7 +23,7 @@ from .access import AccessRecorder
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
 from .context_index import refresh_contexts
 from .derived import present
-from .idempotency import existing_id, for_key
+from .idempotency import existing_id, for_key, stored_hashes
 from .migrate import migrate, schema_version
 from .rows import audit, dump_json, row_to_memory, select_in
 from .vector_index import VectorIndex, encode_vector
@@ -75,11 +75,13 @@ class SQLiteStore(VectorRows):
         with self._db.write(op) as conn:
             keep_vectors = vectors is not None and self._claim_embedder(conn, embedder)
             touched: dict[str, list[tuple[float, int]]] = {}
+            texts_stored = stored_hashes(conn, memories)
             for index, memory in enumerate(memories):
-                memory_id, seq = self._insert_one(conn, memory, op)
+                memory_id, seq = self._insert_one(conn, memory, op, memory.content_hash in texts_stored)
                 ids.append(memory_id)
                 if seq is None:
                     continue
+                texts_stored.add(memory.content_hash)  # a later item of this batch may repeat it
                 touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
                 vector = vectors[index] if keep_vectors and vectors is not None else None
                 if vector is not None:
@@ -90,9 +92,11 @@ class SQLiteStore(VectorRows):
                 refresh_contexts(conn, session_id, positions)
         return ids
 
-    def _insert_one(self, conn: sqlite3.Connection, memory: NewMemory, op: str) -> tuple[str, int | None]:
+    def _insert_one(
+        self, conn: sqlite3.Connection, memory: NewMemory, op: str, text_stored: bool = True
+    ) -> tuple[str, int | None]:
         """Insert one row; return its id and seq (seq None if it was already stored)."""
-        repeated = existing_id(conn, memory)
+        repeated = existing_id(conn, memory, text_stored)
         if repeated is not None:
             return repeated, None
         cursor = conn.execute(
