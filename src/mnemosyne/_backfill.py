@@ -5,10 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import numpy as np
-
 from .embedding import EmbedderSlot
 from .storage.sqlite import SQLiteStore
+from .storage.sqlite.vector_rows import Embedded
 
 BATCH = 256
 Progress = Callable[[int, int], None]
@@ -21,58 +20,76 @@ class Backfill:
         self._store = store
         self._slot = slot
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # for good: the instance is closing
+        self._take_over = threading.Event()  # a caller of run() finishes the background pass
         self._thread: threading.Thread | None = None
+        self._done_in_background = 0
 
     def start(self) -> None:
         """Start a background pass if this database has memories waiting for a vector."""
         if self._slot.ready and self._store.missing_vectors(1):
-            self._thread = threading.Thread(target=self.run, name="mnemosyne-backfill", daemon=True)
+            self._thread = threading.Thread(target=self._background, name="mnemosyne-backfill", daemon=True)
             self._thread.start()
 
     def run(self, progress: Progress | None = None) -> int:
-        """Embed every memory that lacks a vector; return how many got one."""
-        done = 0
+        """Embed every memory that lacks a vector; return how many got one, counting
+        those a background pass filled since the last call.
+
+        A background pass still running stops after its batch and this call does the
+        rest, so ``progress`` sees all of the work.
+        """
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            self._take_over.set()
+            thread.join()
+            self._take_over.clear()
         with self._lock:
-            total = self._store.count_missing_vectors() if progress else 0
-            while not self._stop.is_set() and self._slot.ready:
-                batch = self._store.missing_vectors(BATCH)
-                if not batch:
-                    break
-                vectors = self._slot.embed([content for _, content in batch])
-                if vectors is None or self._slot.signature is None:
-                    break
-                pairs = [(seq, vector) for (seq, _), vector in zip(batch, vectors, strict=True)]
-                stored = self._store.add_vectors(pairs, self._slot.signature)
-                if stored == 0:
-                    break  # another embedder owns this database now
-                done += stored
-                if progress:
-                    progress(done, total)
-        return done
+            done, self._done_in_background = self._done_in_background, 0
+            total = done + self._store.count_missing_vectors() if progress else 0
+            return done + self._fill(progress, done, total)
 
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
+    def _background(self) -> None:
+        with self._lock:
+            self._done_in_background += self._fill(None, 0, 0)
 
-def embed_all(store: SQLiteStore, slot: EmbedderSlot, progress: Progress | None = None) -> list[tuple[int, np.ndarray]]:
-    """A vector for every memory, computed batch by batch without holding any lock."""
-    from .errors import EmbedderError
+    def _fill(self, progress: Progress | None, done_before: int, total: int) -> int:
+        done = 0
+        while not (self._stop.is_set() or self._take_over.is_set()) and self._slot.ready:
+            batch = self._store.missing_vectors(BATCH)
+            if not batch:
+                break
+            vectors = self._slot.embed([content for _, content in batch])
+            if vectors is None or self._slot.signature is None:
+                break
+            embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)]
+            stored = self._store.add_vectors(embedded, self._slot.signature)
+            if stored == 0:
+                break  # another embedder owns this database now
+            done += stored
+            if progress:
+                progress(done_before + done, total)
+        return done
 
-    pairs: list[tuple[int, np.ndarray]] = []
+
+def embed_all(store: SQLiteStore, slot: EmbedderSlot, progress: Progress | None = None) -> list[Embedded]:
+    """A vector for every memory, computed batch by batch without holding any lock.
+
+    Any failure of the model raises ``EmbedderError``: a switch of models is all or nothing.
+    """
+    embedded: list[Embedded] = []
     total = store.count_memories()
     last = 0
     while True:
         batch = store.contents_after(last, BATCH)
         if not batch:
-            return pairs
-        assert slot.embedder is not None
-        vectors = slot.embedder.embed([content for _, content in batch])  # failures must surface here
-        if len(vectors) != len(batch):
-            raise EmbedderError(f"the embedder returned {len(vectors)} vectors for {len(batch)} texts")
-        pairs.extend(zip((seq for seq, _ in batch), vectors, strict=True))
+            return embedded
+        vectors = slot.embed_checked([content for _, content in batch])
+        embedded.extend((seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True))
         last = batch[-1][0]
         if progress:
-            progress(len(pairs), total)
+            progress(len(embedded), total)

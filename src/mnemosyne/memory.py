@@ -371,13 +371,17 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if slot.embedder is None:
             raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
         self._backfill.stop()
-        pairs = embed_all(self._store, slot, progress)
-        assert slot.signature is not None
-        self._store.replace_embedder(slot.signature, pairs)
+        try:
+            embedded = embed_all(self._store, slot, progress)
+            assert slot.signature is not None
+            self._store.replace_embedder(slot.signature, embedded)
+        except BaseException:
+            self._backfill = Backfill(self._store, self._embedder)  # the old model carries on
+            raise
         self._embedder = slot
         self._backfill = Backfill(self._store, slot)
-        self.backfill_vectors()  # memories written while we were embedding
-        return len(pairs)
+        self.backfill_vectors()  # memories written or edited while we were embedding
+        return len(embedded)
 
     # -- sleep ------------------------------------------------------------------------
 

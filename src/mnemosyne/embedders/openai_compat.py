@@ -53,7 +53,13 @@ class OpenAICompatibleEmbedder:
             rows.extend(self._request(list(texts[start : start + self._batch_size])))
         if not rows:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
-        vectors = normalise_rows(np.asarray(rows, dtype=np.float32))
+        try:
+            matrix = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError) as exc:  # rows of different lengths, or not numbers
+            raise EmbedderError(f"{self.base_url} returned malformed embeddings for {self.model!r}: {exc}") from exc
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbedderError(f"{self.base_url} returned embeddings of shape {matrix.shape} for {self.model!r}")
+        vectors = normalise_rows(matrix)
         if self.dimension is None:
             self.dimension = int(vectors.shape[1])
         elif vectors.shape[1] != self.dimension:

@@ -73,7 +73,9 @@ class SQLiteStore(VectorRows):
         """
         ids: list[str] = []
         with self._db.write(op) as conn:
-            keep_vectors = vectors is not None and self._claim_embedder(conn, embedder)
+            # Claimed even without vectors (the model is down): the first write fixes
+            # the database's embedder, and a later open without one picks it again.
+            keep_vectors = self._claim_embedder(conn, embedder) and vectors is not None
             touched: dict[str, list[tuple[float, int]]] = {}
             texts_stored = stored_hashes(conn, memories)
             for index, memory in enumerate(memories):

@@ -15,6 +15,12 @@ from .connection import Database
 from .rows import audit, dump_json, select_in
 from .vector_index import decode_vectors, encode_vector
 
+# A memory's seq, the text that was embedded, and its vector.
+Embedded = tuple[int, str, np.ndarray]
+# Parameters: seq, vector, seq, text. A memory forgotten or edited since its text was
+# read gets no vector.
+_IF_TEXT_UNCHANGED = "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE seq = ? AND content = ?)"
+
 
 class VectorRows:
     """Mixed into :class:`SQLiteStore`; every write here is one transaction."""
@@ -29,7 +35,14 @@ class VectorRows:
         if row is None:
             conn.execute("INSERT INTO meta (key, value) VALUES ('embedder', ?)", (dump_json(embedder),))
             return True
-        return same_embedder(json.loads(row[0]), embedder)
+        recorded = json.loads(row[0])
+        if not same_embedder(recorded, embedder):
+            return False
+        if not recorded.get("dimension") and embedder.get("dimension"):
+            # An HTTP model recorded before it ever answered: its first vectors fix the
+            # dimension, so an endpoint serving another size later cannot mix in.
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'embedder'", (dump_json(embedder),))
+        return True
 
     def recorded_embedder(self) -> dict[str, Any] | None:
         """The signature of the embedder that made this database's vectors, if any."""
@@ -81,20 +94,23 @@ class VectorRows:
             ).fetchall()
         return [(int(s), str(c)) for s, c in rows]
 
-    def add_vectors(self, pairs: Sequence[tuple[int, np.ndarray]], embedder: dict[str, Any]) -> int:
-        """Store vectors for memories that still lack one; return how many were stored."""
+    def add_vectors(self, embedded: Sequence[Embedded], embedder: dict[str, Any]) -> int:
+        """Store vectors for memories that still lack one and still hold the text that
+        was embedded; return how many were stored."""
         with self._db.write("store vectors") as conn:
             if not self._claim_embedder(conn, embedder):
                 return 0
             cursor = conn.executemany(
-                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
-                "(SELECT 1 FROM memories WHERE seq = ?) ON CONFLICT (seq) DO NOTHING",
-                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
+                f"INSERT INTO memory_vectors (seq, vector) {_IF_TEXT_UNCHANGED} ON CONFLICT (seq) DO NOTHING",
+                [(seq, encode_vector(vector), seq, content) for seq, content, vector in embedded],
             )
             return max(cursor.rowcount, 0)
 
-    def replace_embedder(self, embedder: dict[str, Any], pairs: Sequence[tuple[int, np.ndarray]]) -> None:
-        """Switch the database to another embedder: drop every vector, store the new ones."""
+    def replace_embedder(self, embedder: dict[str, Any], embedded: Sequence[Embedded]) -> None:
+        """Switch the database to another embedder: drop every vector, store the new ones.
+
+        A memory edited while the new vectors were computed is left without one, for
+        the backfill: a vector of its old text would never be replaced."""
         with self._db.write("switch embedder") as conn:
             conn.execute("DELETE FROM memory_vectors")
             conn.execute(
@@ -103,8 +119,7 @@ class VectorRows:
                 (dump_json(embedder),),
             )
             conn.executemany(
-                "INSERT INTO memory_vectors (seq, vector) SELECT ?, ? WHERE EXISTS "
-                "(SELECT 1 FROM memories WHERE seq = ?)",
-                [(seq, encode_vector(vector), seq) for seq, vector in pairs],
+                f"INSERT INTO memory_vectors (seq, vector) {_IF_TEXT_UNCHANGED}",
+                [(seq, encode_vector(vector), seq, content) for seq, content, vector in embedded],
             )
-            audit(conn, "reembed", None, None, {"embedder": embedder, "vectors": len(pairs)})
+            audit(conn, "reembed", None, None, {"embedder": embedder, "vectors": len(embedded)})

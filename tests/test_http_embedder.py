@@ -1,0 +1,196 @@
+"""The OpenAI-compatible embedder against a real HTTP server on this machine, and the
+embedder lifecycle around it: what is recorded, what is refused, what is never lost."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemosyne import EmbedderError, Mnemosyne
+from mnemosyne.testing import HashEmbedder
+
+
+class EmbeddingServer:
+    """Serves ``POST /v1/embeddings`` with HashEmbedder vectors of ``dimension``, or
+    the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan"."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.dimension = 8
+        self.authorizations: list[str | None] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.authorizations.append(self.headers.get("Authorization"))
+                if server.mode == "down":
+                    self.send_error(503)
+                    return
+                rows = HashEmbedder(server.dimension).embed(request["input"]).tolist()
+                if server.mode == "ragged":
+                    rows[0] = rows[0][:-1]
+                elif server.mode == "null":
+                    rows[0] = None
+                elif server.mode == "nan":
+                    rows[0][0] = float("nan")
+                body = json.dumps({"data": [{"index": i, "embedding": row} for i, row in enumerate(rows)]})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_port}/v1"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddingServer]:
+    served = EmbeddingServer()
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER_URL", served.url)
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER_API_KEY", "sk-test-secret")
+    monkeypatch.delenv("MNEMOSYNE_EMBEDDER", raising=False)
+    yield served
+    served.close()
+
+
+def recorded(db: Path) -> dict | None:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def vector_sizes(db: Path) -> list[int]:
+    """Each stored vector's dimension (float16 on disk)."""
+    with sqlite3.connect(db) as conn:
+        return [length // 2 for (length,) in conn.execute("SELECT length(vector) FROM memory_vectors")]
+
+
+def test_vectors_come_from_the_endpoint_and_the_key_stays_in_the_environment(server, tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("the staging server was rebooted")
+        assert mem.get_stats().embedder == "openai:hash (8 dims)"
+    assert recorded(db) == {"name": "openai", "model": "hash", "dimension": 8}
+    assert vector_sizes(db) == [8]
+    assert set(server.authorizations) == {"Bearer sk-test-secret"}
+    assert b"sk-test-secret" not in db.read_bytes()
+
+
+@pytest.mark.parametrize("mode", ["ragged", "null", "nan", "down"])
+def test_a_bad_answer_keeps_the_write_and_the_vector_follows(server, tmp_path: Path, mode: str, caplog):
+    db = tmp_path / "m.db"
+    server.mode = mode
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+            kept = mem.remember_many(["the kestrel rollout starts monday", "the falcon rollout is paused"])
+            assert [m.id for m in mem.recall("kestrel rollout", top_k=1)] == kept[:1]
+    assert vector_sizes(db) == []
+    assert any("failed" in record.message for record in caplog.records)
+    server.mode = "ok"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        assert mem.backfill_vectors() == 2
+    assert vector_sizes(db) == [8, 8]
+
+
+def test_the_first_write_records_the_embedder_even_while_it_is_down(server, tmp_path: Path):
+    db = tmp_path / "m.db"
+    server.mode = "down"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("written while the endpoint was down")
+    assert recorded(db) == {"name": "openai", "model": "hash", "dimension": 0}
+    server.mode = "ok"
+    with Mnemosyne(db_path=db) as mem:  # not the best installed model: the recorded one
+        assert mem.get_stats().embedder.startswith("openai:hash")
+        assert mem.backfill_vectors() == 1
+    # The first vectors fix the dimension: another size can no longer pass as this model.
+    assert recorded(db) == {"name": "openai", "model": "hash", "dimension": 8}
+
+
+def test_an_endpoint_serving_another_size_is_a_failure_not_a_mix(server, tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("the cat sat on the mat")
+    server.dimension = 16
+    for embedder in ("openai:hash", None):  # chosen again, or rebuilt from the record
+        with Mnemosyne(db_path=db, embedder=embedder) as mem:
+            assert mem.get_stats().embedder == "openai:hash (8 dims)"
+            with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+                zebra = mem.remember(f"a zebra crossing, chosen as {embedder}")
+            assert "returned 16-dimensional vectors" in caplog.text
+            assert zebra in [m.id for m in mem.recall("zebra crossing")]
+            caplog.clear()
+    assert vector_sizes(db) == [8]
+
+
+def test_reembed_to_an_endpoint_records_its_real_dimension(server, tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(32)) as mem:
+        mem.remember_many(["the cat sat on the mat", "stock prices fell sharply"])
+        assert mem.reembed("openai:hash") == 2
+        assert mem.get_stats().embedder == "openai:hash (8 dims)"
+    assert recorded(db) == {"name": "openai", "model": "hash", "dimension": 8}
+    assert vector_sizes(db) == [8, 8]
+
+
+def test_a_failed_reembed_changes_nothing_and_the_old_model_carries_on(server, tmp_path: Path):
+    db = tmp_path / "m.db"
+    server.mode = "nan"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(32)) as mem:
+        mem.remember("the cat sat on the mat")
+        with pytest.raises(EmbedderError, match="NaN"):
+            mem.reembed("openai:hash")
+        assert recorded(db) == {"name": "test-hash", "model": "hash-v1-32", "dimension": 32}
+        assert vector_sizes(db) == [32]
+        # A memory that missed its vector is still backfilled by this instance.
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM memory_vectors")
+        assert mem.backfill_vectors() == 1
+        assert all(np.isfinite(m.score) for m in mem.recall("cat on the mat"))
+
+
+class EditingEmbedder(HashEmbedder):
+    """Another process edits a memory while this model embeds the old text."""
+
+    def __init__(self, db: Path, memory_id: str) -> None:
+        super().__init__(16)
+        self._edit: tuple[Path, str] | None = (db, memory_id)
+
+    def embed(self, texts):
+        if self._edit is not None:
+            db, memory_id = self._edit
+            self._edit = None
+            with Mnemosyne(db_path=db, embedder="none") as other:
+                other.update(memory_id, content="stock prices fell sharply on monday")
+        return super().embed(texts)
+
+
+def test_a_memory_edited_during_reembed_gets_a_vector_of_its_new_text(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(32)) as mem:
+        edited = mem.remember("the cat sat on the mat")
+        switcher = EditingEmbedder(db, edited)
+        assert mem.reembed(switcher) == 1
+    with sqlite3.connect(db) as conn:
+        (blob,) = conn.execute(
+            "SELECT vector FROM memory_vectors JOIN memories USING (seq) WHERE id = ?", (edited,)
+        ).fetchone()
+    stored = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+    new = HashEmbedder(16).embed(["stock prices fell sharply on monday"])[0]
+    assert float(stored @ new) > 0.99
