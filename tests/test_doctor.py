@@ -15,6 +15,7 @@ from mnemosyne import DoctorReport, Mnemosyne, StorageError
 from mnemosyne.dr import doctor
 from mnemosyne.dr.recovery import verify_backup
 from mnemosyne.storage.sqlite import derived
+from mnemosyne.storage.sqlite.context_index import refresh_all_contexts
 
 
 def files_digest(db: Path) -> str:
@@ -56,7 +57,8 @@ def test_a_healthy_database(db: Path):
     assert isinstance(report, DoctorReport) and report.ok, report.problems
     names = [c.name for c in report.checks]
     assert names == [
-        "file", "integrity", "schema", "index:memories_fts", "rows", "audit coverage", "lost memories"]
+        "file", "integrity", "schema", "index:memories_fts", "index:memories_context_fts", "rows",
+        "audit coverage", "lost memories"]
     assert report.schema_version == report.latest_schema_version
     assert json.loads(json.dumps(report.to_dict()))["ok"] is True
 
@@ -86,7 +88,8 @@ def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
     assert "1 stored memories are missing" in failing["lost memories"]  # the row deleted behind our back
     with Mnemosyne(session_id="s", db_path=db) as mem:
         repaired = mem.doctor(repair=True)
-        assert repaired.repaired == ("memories_fts",)
+        # The row deleted behind its back left its neighbours' windows stale too.
+        assert repaired.repaired == ("memories_fts", "memories_context_fts")
         assert verify_backup(repaired.backup_path).memory_count == 28
         assert [c.name for c in repaired.problems] == ["lost memories"]  # reported, not hidden
         assert len(mem.recall("quarterly budget", top_k=50)) == 28
@@ -94,11 +97,23 @@ def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
         assert conn.execute("SELECT op FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone() == ("repair",)
 
 
+def test_a_stale_context_window_is_found_and_rebuilt(db: Path):
+    with sqlite3.connect(db) as conn:  # forgotten words left in a neighbour's window
+        conn.execute("UPDATE memories_context_fts SET context = context || ' quokka' WHERE rowid = 5")
+    failing = {c.name: c.detail for c in doctor.diagnose(db).problems}
+    assert failing == {"index:memories_context_fts": "1 episode context window(s) differ from their neighbours' text"}
+    assert doctor.repair(db).repaired == ("memories_context_fts",)
+    assert doctor.diagnose(db).ok
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        assert mem.recall("quokka") == []
+
+
 def test_a_time_no_date_can_hold_is_reported_and_can_be_forgotten(db: Path):
     # Written by a version that did not check the range of times.
     with sqlite3.connect(db) as conn:
         (bad,) = conn.execute("SELECT id FROM memories LIMIT 1").fetchone()
         conn.execute("UPDATE memories SET created_at = 1e20 WHERE id = ?", (bad,))
+        refresh_all_contexts(conn)  # that version's windows were made with this time
     report = doctor.diagnose(db)
     rows = next(check for check in report.checks if check.name == "rows")
     assert not report.ok and not rows.ok and bad in rows.detail

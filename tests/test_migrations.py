@@ -11,6 +11,7 @@ import pytest
 
 from mnemosyne import Mnemosyne, StorageError
 from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+from mnemosyne.testing import HashEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -40,6 +41,24 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         ops = [op for (op,) in conn.execute("SELECT op FROM audit_log ORDER BY seq")]
     assert ops.count("forget") == 1
+
+
+@pytest.mark.parametrize(("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9)])
+def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
+    # Both made by releases whose context windows could keep a forgotten memory's
+    # words; schema_v3.db's release had also edited migration 2 after schema_v2.db's.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / fixture, db)
+    for _ in range(2):  # the second open checks the migrations it recorded
+        with Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()) as mem:
+            stats = mem.get_stats()
+            assert (stats.schema_version, stats.total) == (LATEST_VERSION, total)
+            hero = mem.recall("hero section colour palette", explain=True)[0]
+            assert hero.metadata == {"ticket": 42, "tags": ["design", "héro ✓"]}
+            assert hero.access_count >= 1 and hero.explanation["dense"] > 0  # its vector came along
+            assert mem.doctor().ok
+    with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as other:
+        assert other.recall("root password quokka zebra") == []
 
 
 def test_upgrade_keeps_a_safety_backup(v1_db: Path):

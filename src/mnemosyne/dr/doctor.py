@@ -143,7 +143,7 @@ def _schema(conn: sqlite3.Connection) -> tuple[int, DoctorCheck]:
     if version == 0:
         return version, DoctorCheck("schema", False, "not a Mnemosyne database (no schema)")
     applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
-    edited = [m.version for m in MIGRATIONS if m.version in applied and applied[m.version] != m.checksum]
+    edited = [m.version for m in MIGRATIONS if m.version in applied and not m.applied_as(applied[m.version])]
     if edited:
         return version, DoctorCheck("schema", False, f"migrations {edited} differ from this Mnemosyne's")
     note = "" if version == LATEST_VERSION else f" (upgraded to {LATEST_VERSION} on next open)"
@@ -157,9 +157,11 @@ def _rows(conn: sqlite3.Connection) -> DoctorCheck:
         return DoctorCheck("rows", False, f"{bad} of {total} memories have unreadable metadata")
     # Versions before times were range-checked could store one a date cannot hold,
     # which then breaks every read of its row.
-    times = " OR ".join(f"NOT ({column} IS NULL OR {column} BETWEEN ? AND ?)" for column in _TIME_COLUMNS)
+    present = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}  # older schemas lack some
+    columns = [column for column in _TIME_COLUMNS if column in present]
+    times = " OR ".join(f"NOT ({column} IS NULL OR {column} BETWEEN ? AND ?)" for column in columns)
     outside = [row[0] for row in conn.execute(
-        f"SELECT id FROM memories WHERE {times} LIMIT 6", [EARLIEST, END - 1] * len(_TIME_COLUMNS)
+        f"SELECT id FROM memories WHERE {times} LIMIT 6", [EARLIEST, END - 1] * len(columns)
     )]
     if outside:
         shown = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")

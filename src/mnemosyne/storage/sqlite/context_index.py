@@ -8,7 +8,7 @@ windows near a change gives exactly what rebuilding every window would.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ...core.context import RADIUS, Event, windows
 
@@ -42,6 +42,22 @@ def refresh_contexts(
 def refresh_all_contexts(conn: sqlite3.Connection) -> None:
     """Rebuild every window (a migration, or ``doctor --repair``)."""
     conn.execute("DELETE FROM memories_context_fts")
+    for texts in expected_contexts(conn):
+        _write(conn, texts)
+
+
+def context_problems(conn: sqlite3.Connection) -> list[str]:
+    """How the stored windows differ from a full rebuild (``doctor``)."""
+    stored = dict(conn.execute("SELECT rowid, context FROM memories_context_fts").fetchall())
+    wrong = 0
+    for texts in expected_contexts(conn):
+        wrong += sum(stored.pop(seq, None) != text for seq, text in texts.items())
+    wrong += len(stored)  # windows of memories that have none (forgotten, not episodic)
+    return [f"{wrong} episode context window(s) differ from their neighbours' text"] if wrong else []
+
+
+def expected_contexts(conn: sqlite3.Connection) -> Iterator[dict[int, str]]:
+    """Every window computed from the rows, one session at a time (``{seq: text}``)."""
     sessions = [row[0] for row in conn.execute("SELECT DISTINCT session_id FROM memories")]
     for session_id in sessions:
         rows = conn.execute(
@@ -49,7 +65,7 @@ def refresh_all_contexts(conn: sqlite3.Connection) -> None:
             "ORDER BY created_at, seq",
             (session_id,),
         ).fetchall()
-        _write(conn, windows([Event(row["seq"], row["content"], row["scope"]) for row in rows]))
+        yield windows([Event(seq, content, scope) for seq, content, scope, _ in rows])  # any row factory
 
 
 def _windows_near(

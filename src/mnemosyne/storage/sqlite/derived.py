@@ -17,6 +17,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .context_index import context_problems, refresh_all_contexts
+
 
 @dataclass(frozen=True)
 class DerivedIndex:
@@ -64,6 +66,7 @@ def fts_rebuilder(fts: str) -> Callable[[sqlite3.Connection], None]:
 
 DERIVED_INDEXES: tuple[DerivedIndex, ...] = (
     DerivedIndex("memories_fts", "memories_fts", fts_checker("memories_fts"), fts_rebuilder("memories_fts")),
+    DerivedIndex("memories_context_fts", "memories_context_fts", context_problems, refresh_all_contexts),
 )
 
 

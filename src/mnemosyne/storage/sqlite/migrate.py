@@ -71,7 +71,7 @@ def _verify_checksums(db: Database) -> None:
         applied = dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
     for migration in MIGRATIONS:
         recorded = applied.get(migration.version)
-        if recorded is not None and recorded != migration.checksum:
+        if recorded is not None and not migration.applied_as(recorded):
             raise StorageError(
                 f"{db.path}: schema migration {migration.version} ({migration.name}) differs "
                 "from the one that built this database; this Mnemosyne build is inconsistent",

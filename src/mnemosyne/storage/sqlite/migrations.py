@@ -25,10 +25,18 @@ class Migration:
     sql: str
     # A data step run in the same transaction, after the SQL (e.g. filling a new index).
     after: Callable[[sqlite3.Connection], None] | None = None
+    # Checksums of text this migration had in an earlier release. A released
+    # migration is never edited again; one that was is accepted as it was applied,
+    # and a later migration brings its databases level.
+    applied_earlier_as: tuple[str, ...] = ()
 
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode()).hexdigest()
+
+    def applied_as(self, checksum: str) -> bool:
+        """Whether a database that recorded ``checksum`` for this migration ran it."""
+        return checksum in (self.checksum, *self.applied_earlier_as)
 
 
 _V1_INITIAL = """
@@ -130,8 +138,7 @@ INSERT INTO meta (key, value) VALUES ('index_epoch', '0');
 CREATE TRIGGER index_epoch_on_delete AFTER DELETE ON memories BEGIN
     UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
 END;
-CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at,
-    valid_until
+CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at
 ON memories BEGIN
     UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
 END;
@@ -148,7 +155,10 @@ END;
 """
 
 
-def _index_existing_contexts(conn: sqlite3.Connection) -> None:
+def _rebuild_contexts(conn: sqlite3.Connection) -> None:
+    # Schema 2 indexes the windows of memories already stored. Schema 4 rebuilds them:
+    # earlier releases kept a forgotten memory's words, and a promoted memory's
+    # private neighbours, in other memories' windows.
     from .context_index import refresh_all_contexts
 
     refresh_all_contexts(conn)
@@ -205,10 +215,26 @@ CREATE TABLE leases (
 """
 
 
+_V4_REPAIR_DERIVED_STATE = """
+-- A changed expiry must reload every process's vector index too (it filters by it).
+-- Databases made by releases whose migration 2 already said so get the same trigger.
+DROP TRIGGER IF EXISTS index_epoch_on_update;
+CREATE TRIGGER index_epoch_on_update AFTER UPDATE OF session_id, scope, status, kind, source, created_at,
+    valid_until
+ON memories BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'index_epoch';
+END;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
-    Migration(2, "semantic recall", _V2_SEMANTIC_RECALL, after=_index_existing_contexts),
+    Migration(
+        2, "semantic recall", _V2_SEMANTIC_RECALL, after=_rebuild_contexts,
+        applied_earlier_as=("01cf43c68cb014bc7231859e2a556ef52e027c6c52bfb1e05dad85e1a96a0303",),
+    ),
     Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
+    Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
