@@ -34,11 +34,11 @@ class Cli:
         self.env = {**os.environ, "MNEMOSYNE_DB": str(self.unused_default), "MNEMOSYNE_EMBEDDER": "none"}
 
     def __call__(
-        self, *args: str, db: Path | None = None, expect: int | None = OK
+        self, *args: str, db: Path | str | None = None, expect: int | None = OK
     ) -> subprocess.CompletedProcess:
         command = [sys.executable, "-m", "mnemosyne", *args]
         if args and not args[0].startswith("-"):
-            command += ["--db", str(db or self.db)]
+            command += ["--db", str(self.db if db is None else db)]
         done = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=60)
         if expect is not None:
             assert done.returncode == expect, (command, done.stdout, done.stderr)
@@ -267,5 +267,87 @@ def test_export_to_a_folder_is_a_clean_failure(cli: Cli, tmp_path: Path) -> None
     folder.mkdir()
     done = cli("export", str(folder), "--json", expect=FAILURE)  # not 1, which means "not found"
     assert done.stdout == ""
-    assert json.loads(done.stderr)["error"]["message"]
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "os_error" and error["message"]
     assert list(folder.iterdir()) == [] and not list(tmp_path.glob(".a-folder*"))  # no temp file left
+
+
+@pytest.mark.parametrize("command", ["backup", "restore", "doctor", "stats"])
+def test_an_empty_db_path_is_refused_not_read_as_the_default(cli: Cli, tmp_path: Path, command: str) -> None:
+    args = {"backup": [str(tmp_path / "b.bak")], "restore": [str(tmp_path / "b.bak")]}.get(command, [])
+    done = cli(command, *args, "--json", db="", expect=BAD_INPUT)
+    assert json.loads(done.stderr)["error"]["code"] == "invalid_input"
+
+
+def test_export_writes_through_a_symlink_and_into_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    with cli.memories() as mem:
+        mem.remember("exported through a link")
+    target = tmp_path / "real.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    cli("export", str(link))
+    assert link.is_symlink() and "exported through a link" in target.read_text(encoding="utf-8")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    cli("export", str(fifo))
+    assert "exported through a link" in reader.communicate(timeout=30)[0]
+    assert fifo.is_fifo()
+    # ... and an import reads a pipe: `mnemosyne import <(...)`.
+    other = tmp_path / "other.db"
+    writer = subprocess.Popen(f"cat {target} > {fifo}", shell=True)
+    cli("import", str(fifo), db=other)
+    writer.wait(timeout=30)
+    with cli.memories(db=other) as mem:
+        assert mem.get_stats().total == 1
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(cli: Cli) -> None:
+    with cli.memories() as mem:
+        mem.remember_many([f"event {i}" for i in range(3000)])
+    done = subprocess.run(
+        f"{sys.executable} -m mnemosyne timeline --limit 3000 --db {cli.db} | head -1; echo \"${{PIPESTATUS[0]}}\"",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, env=cli.env, timeout=60,
+    )
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[-1] == "141"
+
+
+def test_text_a_latin1_terminal_cannot_show_is_escaped(cli: Cli) -> None:
+    with cli.memories() as mem:
+        mem.remember("naïve café ✓ 東京")
+    cli.env["PYTHONIOENCODING"] = "latin-1"
+    command = [sys.executable, "-m", "mnemosyne", "recall", "café", "--db", str(cli.db)]
+    human = subprocess.run(command, capture_output=True, env=cli.env, timeout=60, check=True)
+    assert "naïve café \\u2713 \\u6771\\u4eac".encode("latin-1") in human.stdout
+    found = subprocess.run([*command, "--json"], capture_output=True, env=cli.env, timeout=60, check=True)
+    assert json.loads(found.stdout)[0]["content"] == "naïve café ✓ 東京"  # escaped as JSON allows
+
+
+def test_metadata_nested_thousands_deep_is_bad_input(cli: Cli) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    done = cli("remember", "x", "--metadata", '{"a": ' + deep + "}", expect=BAD_INPUT)
+    assert "not valid JSON" in done.stderr
+
+
+def test_ctrl_c_during_an_import_is_one_line_and_changes_nothing(cli: Cli, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    source = tmp_path / "big.jsonl"
+    with cli.memories(db=tmp_path / "source.db") as mem:
+        mem.remember_many([f"memory number {i} " * 20 for i in range(20_000)])
+        mem.export_jsonl(source)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mnemosyne", "import", str(source), "--db", str(cli.db), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env,
+    )
+    time.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    if process.returncode == OK:
+        pytest.skip("the import finished before the interrupt")
+    assert process.returncode == 130
+    assert json.loads(err)["error"]["code"] == "interrupted"
+    with cli.memories() as mem:
+        assert mem.get_stats().total in (0, 20_000)

@@ -8,7 +8,7 @@ import pytest
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
 from mnemosyne.dr.recovery import verify_backup
-from mnemosyne.interfaces.mcp_tools import TOOLS, Sessions, call_tool
+from mnemosyne.interfaces.mcp_tools import TOOLS, TOOLS_BY_NAME, Sessions, call_tool
 
 
 @pytest.fixture
@@ -59,7 +59,8 @@ def test_remember_and_recall_through_the_table(sessions: Sessions):
 def test_bad_arguments_are_invalid_input_and_write_nothing(sessions: Sessions, tool, arguments, needle):
     with pytest.raises(InvalidInputError, match=needle):
         call_tool(sessions, tool, arguments)
-    assert sessions.get().get_stats().total == 0
+    with sessions.use() as mem:
+        assert mem.get_stats().total == 0
     assert not (sessions.backup_dir.exists() and any(sessions.backup_dir.iterdir()))
 
 
@@ -74,7 +75,7 @@ def test_sessions_see_their_own_scope_plus_global(sessions: Sessions):
     with pytest.raises(InvalidInputError):
         call_tool(sessions, "recall", {"query": "lexer", "session_id": ""})
     # The same database, seen through the public API.
-    with Mnemosyne(session_id="coder", db_path=sessions.get().db_path) as mem:
+    with Mnemosyne(session_id="coder", db_path=sessions.db_path) as mem:
         assert mem.get(private["id"]) is not None
 
 
@@ -127,3 +128,33 @@ def test_timeline_and_sleep_through_the_table(sessions: Sessions):
     assert report["summaries"] == 1 and report["active_after"] < report["active_before"]
     assert call_tool(sessions, "sleep", {})["changed_rows"] == 0
     assert call_tool(sessions, "stats", {})["last_sleep_at"] is not None
+
+
+def test_sessions_past_the_cap_are_closed_and_reopened_unharmed(tmp_path: Path):
+    sessions = Sessions(tmp_path / "memories.db", max_open=3)
+    try:
+        ids = {}
+        for i in range(10):
+            note = {"content": f"note of agent {i}", "session_id": f"agent-{i}"}
+            ids[f"agent-{i}"] = call_tool(sessions, "remember", note)["id"]
+        assert len(sessions._open) == 3  # the files of the other seven were released
+        for session_id, memory_id in ids.items():
+            found = call_tool(sessions, "recall", {"query": "note of agent", "session_id": session_id})
+            assert [m["id"] for m in found["memories"]] == [memory_id]
+        with sessions.use("busy") as busy:  # one in use is never closed under its caller
+            for i in range(5):
+                call_tool(sessions, "timeline", {"session_id": f"other-{i}"})
+            assert busy.remember("still open") is not None
+    finally:
+        sessions.close()
+
+
+def test_schemas_say_what_the_server_accepts(sessions: Sessions):
+    recall = TOOLS_BY_NAME["recall"].input_schema()["properties"]["top_k"]
+    assert recall["maximum"] == 10_000
+    with pytest.raises(InvalidInputError, match="top_k"):
+        call_tool(sessions, "recall", {"query": "x", "top_k": recall["maximum"] + 1})
+    call_tool(sessions, "remember", {"content": "two point oh"})
+    assert len(call_tool(sessions, "recall", {"query": "two point", "top_k": 2.0})["memories"]) == 1
+    with pytest.raises(InvalidInputError, match="integer"):
+        call_tool(sessions, "recall", {"query": "x", "top_k": 2.5})

@@ -240,3 +240,20 @@ def test_a_process_left_on_the_old_model_never_mixes_vectors(tmp_path: Path):
         old.remember("the quokka migration moved to tuesday")
         assert switcher.backfill_vectors() == 1
         assert vectors_in(db, dimension=32) == 2
+
+
+def test_exiting_while_the_model_backfills_in_the_background_is_clean(tmp_path: Path):
+    # A daemon thread still inside the model's native code when Python finalises
+    # used to abort the process ("terminate called without an active exception").
+    local_model_or_skip()
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        mem.remember_many([f"memory number {i} waiting for its vector" for i in range(3000)])
+    script = (
+        "import sys\nfrom mnemosyne import Mnemosyne\n"
+        "mem = Mnemosyne(db_path=sys.argv[1])\nprint(len(mem.recall('memory number 7')))\n"
+    )
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert run_cli("recall", "memory number 7", "--db", str(db), "--json").startswith("[")

@@ -28,6 +28,8 @@ from mnemosyne import (
     ReadOnlyDatabaseError,
     StorageError,
 )
+from mnemosyne.dr.doctor import diagnose
+from mnemosyne.dr.recovery import create_backup
 
 
 def make_db(path: Path, n: int = 1) -> Path:
@@ -132,6 +134,9 @@ def test_a_read_only_folder(tmp_path: Path):
         with pytest.raises(ReadOnlyDatabaseError):
             with Mnemosyne(db_path=db) as mem:
                 mem.recall("apples")
+        # Still diagnosed and backed up: nothing can be writing it there.
+        assert diagnose(db).ok
+        assert create_backup(db_path=db, backup_path=tmp_path / "m.bak").memory_count > 0
 
 
 def test_a_full_disk_size_limit_rolls_back(tmp_path: Path):

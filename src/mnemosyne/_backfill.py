@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from . import background
 from .embedding import EmbedderSlot
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.vector_rows import Embedded
@@ -30,6 +31,7 @@ class Backfill:
         if self._slot.ready and self._store.missing_vectors(1):
             self._thread = threading.Thread(target=self._background, name="mnemosyne-backfill", daemon=True)
             self._thread.start()
+            background.stop_at_exit(self)
 
     def run(self, progress: Progress | None = None) -> int:
         """Embed every memory that lacks a vector; return how many got one, counting

@@ -1,16 +1,19 @@
-"""A small thread pool for work that overlaps the caller's own (recall's two searches).
+"""Background work: a small thread pool for work that overlaps the caller's own
+(recall's two searches), and daemon threads stopped when the interpreter exits.
 
-Created on first use, and forgotten in a forked child: the child's copy would hold
-threads that do not exist there, and work handed to it would never run.
+The pool is created on first use, and forgotten in a forked child: the child's copy
+would hold threads that do not exist there, and work handed to it would never run.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -33,3 +36,28 @@ def _forget() -> None:
 
 
 os.register_at_fork(after_in_child=_forget)
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None:
+        """Make the thread finish at its next step, and wait for it."""
+
+
+_workers: weakref.WeakSet[Stoppable] = weakref.WeakSet()
+
+
+def stop_at_exit(worker: Stoppable) -> None:
+    """Stop ``worker``'s daemon thread when the interpreter exits, if it is still alive.
+
+    A script may end while a backfill or an auto-sleep is under way. A daemon thread
+    still inside native code (the model, SQLite) when Python finalises aborts the
+    whole process ("terminate called without an active exception"), after the
+    script's own work went fine.
+    """
+    _workers.add(worker)
+
+
+@atexit.register
+def _stop_workers() -> None:
+    for worker in list(_workers):
+        worker.stop()

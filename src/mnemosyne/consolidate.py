@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from . import background
 from .core.consolidation import Plan, SleepPolicy, plan_consolidation
 from .core.ids import new_id
 from .core.summarise import _cut
@@ -178,6 +179,7 @@ class AutoSleeper:
         self.last_error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name="mnemosyne-auto-sleep", daemon=True)
         self._thread.start()
+        background.stop_at_exit(self)
 
     def touch(self) -> None:
         self._last_write = time.monotonic()

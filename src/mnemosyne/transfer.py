@@ -38,7 +38,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .core.fingerprint import content_hash
 from .core.timeutil import from_timestamp, optional_timestamp, to_timestamp
@@ -92,32 +92,46 @@ def write_jsonl(
     """Write a header and one line per ``(type, stored columns)`` record to ``path``
     atomically; return how many memories were written.
 
+    A symlink is written through, to the file it points at. A pipe or a device
+    (``/dev/stdout``, a FIFO) is written to directly: it cannot be replaced.
+
     ``progress(done)``, if given, is called with the count of memories written so far.
     """
+    path = path.resolve()
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "w", encoding="utf-8") as stream:
+            return _write_lines(records, stream, progress)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    count = 0
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
-            if progress is not None:
-                progress(0)
-            for kind, columns in records:
-                line = {"type": kind, **{k: _iso(v) if k in _TIMES else v for k, v in columns.items()}}
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-                if kind == "memory":
-                    count += 1
-                    if progress is not None:
-                        progress(count)
+            count = _write_lines(records, handle, progress)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return count
 
 
+def _write_lines(
+    records: Iterable[tuple[str, dict[str, Any]]], handle: TextIO, progress: Callable[[int], None] | None
+) -> int:
+    handle.write(json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
+    if progress is not None:
+        progress(0)
+    count = 0
+    for kind, columns in records:
+        line = {"type": kind, **{k: _iso(v) if k in _TIMES else v for k, v in columns.items()}}
+        handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        if kind == "memory":
+            count += 1
+            if progress is not None:
+                progress(count)
+    return count
+
+
 def read_jsonl(path: Path) -> Export:
     """Parse and validate a whole export before anything is written."""
-    if not path.is_file():
+    if not path.exists() or path.is_dir():  # a pipe (``<(...)``) is read like a file
         raise InvalidInputError(f"there is no file at {path} to import")
     parsed = _Reader()
     version = 1  # a file without a header is a version 1 file

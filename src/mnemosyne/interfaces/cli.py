@@ -2,18 +2,24 @@
 
 Each command parses its arguments, calls one public method and prints the result,
 as a readable table or, with ``--json``, as JSON. Exit codes scripts can trust:
-0 ok, 1 not found, 2 bad input, 3 storage or backup failure.
+0 ok, 1 not found, 2 bad input, 3 storage or backup failure, 130 interrupted
+(Ctrl-C), 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import io
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # as a shell reports SIGINT and SIGPIPE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,17 +47,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Imported here so `mnemosyne --help` stays instant and works on a bare install.
     from .. import InvalidInputError, MemoryNotFoundError, MnemosyneError
 
+    _escape_what_the_terminal_cannot_show()
     try:
-        result = args.run(args)
+        with contextlib.ExitStack() as args.opened:  # every database a command opened is closed
+            result = args.run(args)
     except MemoryNotFoundError as exc:
         return _fail(args, exc, EXIT_NOT_FOUND)
     except InvalidInputError as exc:
         return _fail(args, exc, EXIT_BAD_INPUT)
     except MnemosyneError as exc:
         return _fail(args, exc, EXIT_FAILURE)
+    except BrokenPipeError:
+        # Nobody reads the rest: stop quietly, as a process killed by SIGPIPE would.
+        # Python's own flush of stdout at exit must not fail on the closed pipe too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except OSError as exc:  # e.g. an export path that cannot be written
-        return _fail(args, exc, EXIT_FAILURE)
+        return _fail(args, exc, EXIT_FAILURE, "os_error")
+    except KeyboardInterrupt:
+        # Every write is one transaction: an interrupted command changed all or nothing.
+        return _fail(args, KeyboardInterrupt("interrupted"), EXIT_INTERRUPTED, "interrupted")
     return int(result or EXIT_OK)
+
+
+def _escape_what_the_terminal_cannot_show() -> None:
+    """On a terminal or pipe that is not UTF-8 (a latin-1 console, cp1252), text it
+    cannot encode is printed as escapes rather than failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not _utf8(stream):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _utf8(stream: Any) -> bool:
+    return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -308,19 +336,25 @@ def _episodes(args: argparse.Namespace) -> None:
 def _open(args: argparse.Namespace, **options: Any) -> Any:
     from .. import Mnemosyne
 
-    return Mnemosyne(session_id=args.session, db_path=args.db, **options)
+    return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
 
 
 def _db_path(args: argparse.Namespace) -> str:
     from ..memory import default_db_path
 
-    return args.db or str(default_db_path())
+    if args.db is None:
+        return str(default_db_path())
+    if not args.db.strip():  # never "the default database" by accident
+        from .. import InvalidInputError
+
+        raise InvalidInputError("--db is empty; give the database file's path")
+    return str(args.db)
 
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
@@ -338,8 +372,8 @@ def _port(text: str) -> int:
 
 
 def _emit(args: argparse.Namespace, data: Any, human: Callable[[], None]) -> None:
-    if args.json:
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    if args.json:  # escaped as JSON allows where the output is not UTF-8
+        print(json.dumps(data, ensure_ascii=not _utf8(sys.stdout), indent=2, default=str))
     else:
         human()
 
@@ -350,9 +384,9 @@ def _done(args: argparse.Namespace, data: Any, message: str) -> None:
         _emit(args, data, lambda: print(message))
 
 
-def _fail(args: argparse.Namespace, exc: Exception, code: int) -> int:
+def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | None = None) -> int:
     if getattr(args, "json", False):
-        error = {"code": getattr(exc, "code", "error"), "message": str(exc)}
+        error = {"code": name or getattr(exc, "code", "error"), "message": str(exc)}
         print(json.dumps({"error": error}), file=sys.stderr)
     else:
         print(f"mnemosyne: error: {exc}", file=sys.stderr)

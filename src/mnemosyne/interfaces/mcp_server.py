@@ -89,14 +89,15 @@ def serve(
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="mnemosyne mcp: %(message)s")
     sessions = Sessions(db_path, session_id, backup_dir)
     # Open the default session now: a bad --db or --session fails before any client connects.
-    mem = sessions.get()
+    with sessions.use() as mem:
+        served = mem.db_path
     server = build_server(sessions)
     try:
         if http:
             if host not in ("127.0.0.1", "localhost", "::1"):
                 logger.warning("listening on %s without authentication: anyone who can reach it can read "
                                "and change every memory", host)
-            print(f"mnemosyne mcp: serving {mem.db_path} at http://{host}:{port}/mcp", file=sys.stderr)
+            print(f"mnemosyne mcp: serving {served} at http://{host}:{port}/mcp", file=sys.stderr)
             anyio.run(_serve_http, server, host, port)
         else:
             anyio.run(_serve_stdio, server)

@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 
 Result = dict[str, Any]
@@ -30,8 +32,14 @@ Result = dict[str, Any]
 class Sessions:
     """One :class:`Mnemosyne` per session id over one database, opened on first use.
 
+    At most ``max_open`` stay open: a server that agents reach with ever new session
+    ids would otherwise hold files, memory and a vector index for each until it runs
+    out. The least recently used one not in use is closed; its memories stay in the
+    database, and it is opened again when next asked for.
+
     >>> sessions = Sessions("memories.db", default_session="planner")
-    >>> sessions.get("coder").remember("Tests live in tests/")
+    >>> with sessions.use("coder") as mem:
+    ...     mem.remember("Tests live in tests/")
     """
 
     def __init__(
@@ -39,29 +47,47 @@ class Sessions:
         db_path: str | Path | None,
         default_session: str = "default",
         backup_dir: str | Path | None = None,
+        max_open: int = 16,
     ) -> None:
         self.db_path = db_path
         self.default_session = default_session
         self._backup_dir = None if backup_dir is None else Path(backup_dir).expanduser()
-        self._open: dict[str, Mnemosyne] = {}
+        self._max_open = max_open
+        self._open: dict[str, Mnemosyne] = {}  # least recently used first
+        self._users: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, session_id: str | None = None) -> Mnemosyne:
-        """The instance for ``session_id`` (``None``: the server's default session)."""
+    @contextmanager
+    def use(self, session_id: str | None = None) -> Iterator[Mnemosyne]:
+        """The instance for ``session_id`` (``None``: the server's default session),
+        kept open while the block runs."""
         key = self.default_session if session_id is None else session_id
         with self._lock:
-            mem = self._open.get(key)
+            mem = self._open.pop(key, None)
             if mem is None:
                 # Opening validates the session id, so a bad one never enters the cache.
-                mem = self._open[key] = Mnemosyne(session_id=key, db_path=self.db_path)
-            return mem
+                mem = Mnemosyne(session_id=key, db_path=self.db_path)
+            self._open[key] = mem
+            self._users[key] = self._users.get(key, 0) + 1
+            idle = [k for k in self._open if not self._users.get(k)]
+            evicted = [self._open.pop(k) for k in idle[: max(0, len(self._open) - self._max_open)]]
+        for old in evicted:
+            old.close()
+        try:
+            yield mem
+        finally:
+            with self._lock:
+                self._users[key] -= 1
+                if not self._users[key]:
+                    del self._users[key]
 
     @property
     def backup_dir(self) -> Path:
         """Where the ``backup`` tool writes: ``--backup-dir``, else ``backups/`` beside the database."""
         if self._backup_dir is not None:
             return self._backup_dir.resolve()
-        return (self.get().db_path.parent / "backups").resolve()
+        with self.use() as mem:
+            return (mem.db_path.parent / "backups").resolve()
 
     def close(self) -> None:
         with self._lock:
@@ -111,7 +137,8 @@ def call_tool(sessions: Sessions, name: str, arguments: Mapping[str, Any] | None
     args = dict(arguments or {})
     _check_arguments(spec, args)
     session_id = args.pop("session_id", None)
-    return spec.run(sessions.get(session_id), args, sessions)
+    with sessions.use(session_id) as mem:
+        return spec.run(mem, args, sessions)
 
 
 # -- the tools ------------------------------------------------------------------------
@@ -244,7 +271,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "query": {"type": "string", "description": "What to look for, in plain words."},
             "top_k": {
-                "type": "integer", "minimum": 1,
+                "type": "integer", "minimum": 1, "maximum": MAX_TOP_K,
                 "description": "How many memories to return at most. Default: 10.",
             },
             "scope": {
@@ -306,7 +333,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "since": {"type": "string", "description": f"Only events at or after it. {TIME}"},
             "until": {"type": "string", "description": f"Only events at or before it. {TIME}"},
             "limit": {
-                "type": "integer", "minimum": 1,
+                "type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                 "description": "At most this many events, oldest first. Default: 100.",
             },
         },
@@ -357,7 +384,8 @@ TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    # JSON has one kind of number: 2.0 is an integer to a JSON schema (made int below).
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
     "boolean": lambda v: isinstance(v, bool),
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -386,6 +414,8 @@ def _check_arguments(spec: ToolSpec, args: Result) -> None:
             raise InvalidInputError(
                 f"{spec.name}: {name} must be of JSON type {' or '.join(types)}, got {type(value).__name__}"
             )
+        if types == ["integer"]:
+            args[name] = value = int(value)
         if "enum" in allowed[name] and value not in allowed[name]["enum"]:
             choices = allowed[name]["enum"]
             raise InvalidInputError(f"{spec.name}: {name} must be one of {choices}, got {value!r}")

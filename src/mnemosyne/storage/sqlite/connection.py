@@ -14,6 +14,7 @@ original chained as ``__cause__``.
 from __future__ import annotations
 
 import errno
+import os
 import random
 import sqlite3
 import threading
@@ -343,8 +344,24 @@ def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlit
 
     A ``file:`` URI, so that SQLite opens it read-only; quoted (``as_uri``), so that
     a ``?``, ``#`` or ``%`` in a folder or file name cannot point it at another file.
+
+    Reading a WAL database needs its ``-shm`` file, which SQLite must create beside
+    it. In a folder nobody can write (a read-only mount, a backup archive), and with
+    no ``-wal`` file left, no process can be writing the database, so it is read
+    as immutable: the same bytes, without the ``-shm``.
     """
-    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=timeout)
+    uri = path.resolve().as_uri()
+    conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        if path.with_name(path.name + "-wal").exists() or os.access(path.resolve().parent, os.W_OK):
+            return conn  # the reader's own error says what is wrong
+        conn.close()
+        return sqlite3.connect(uri + "?immutable=1", uri=True, timeout=timeout)
+    except sqlite3.DatabaseError:
+        pass  # not a database, or damaged: the reader reports it
+    return conn
 
 
 def _sleep(delay: float, end: float) -> float:

@@ -595,7 +595,10 @@ def prepare_path(path: str | Path) -> Path:
 
 
 def _refuse_foreign_file(path: Path) -> None:
-    probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    try:
+        probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    except sqlite3.Error:
+        return  # cannot be opened at all (no file descriptors left...): the real connection reports why
     try:
         probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
