@@ -11,6 +11,7 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.storage.base import Filters
 from mnemosyne.storage.sqlite import SQLiteStore
+from mnemosyne.testing import HashEmbedder
 
 DAY = 86_400.0
 OLD = time.time() - 10 * DAY
@@ -98,3 +99,16 @@ def test_rows_read_after_search_are_filtered_again(tmp_path: Path):
     assert store.memories_by_seq([seq], Filters(viewer_session="agent")) == {}
     assert list(store.memories_by_seq([seq], Filters(viewer_session="bob"))) == [seq]
     store.close()
+
+
+@pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["lexical", "with vectors"])
+def test_matches_a_summary_condensed_do_not_crowd_out_active_ones(tmp_path: Path, embedder):
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        # Short events rank above long memories; sleep condenses all fifty into one summary.
+        mem.remember_many([{"content": f"apples batch {i}", "created_at": OLD + i * 60} for i in range(50)])
+        assert mem.sleep().summarised == 50
+        lists = [mem.remember(f"grocery list {i}: bread, milk, eggs, cheese, butter, apples, rice, pasta")
+                 for i in range(3)]
+        found = mem.recall("apples", top_k=10)
+        assert len(found) == 4
+        assert set(lists) <= {m.id for m in found}

@@ -70,6 +70,10 @@ def test_the_first_and_last_days_a_datetime_holds_are_accepted(mem: Mnemosyne):
     assert mem.get(first).created_at == datetime(1, 1, 1, tzinfo=timezone.utc)
     assert mem.get(last).created_at == datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
     assert len(mem.timeline()) == 3
+    # datetime.max, the usual "no upper bound", is a float that rounds up to year 10000.
+    assert len(mem.timeline(until=datetime.max)) == 3
+    very_last = mem.remember("the very last moment", created_at=datetime.max.replace(tzinfo=timezone.utc))
+    assert mem.get(very_last).created_at.year == 9999
 
 
 @pytest.mark.parametrize("field", ["created_at", "recorded_at", "valid_until"])

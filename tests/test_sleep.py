@@ -350,3 +350,14 @@ def test_a_match_on_a_consolidated_original_returns_what_stands_for_it(mem: Mnem
     assert hits[0].kind == "summary" and hidden[0] not in {h.id for h in hits}
     everything = mem.recall(mem.get(hidden[0]).content, top_k=5, include_consolidated=True)
     assert hidden[0] in {h.id for h in everything}
+
+
+def test_a_short_fact_the_summary_leaves_out_stays_in_recall(mem: Mnemosyne):
+    with mem.episode("standup"):
+        fact = mem.remember("Bob resigned.", created_at=OLD)
+        thanks = mem.remember("Thanks!", created_at=OLD + 30)
+        mem.remember("We reviewed the quarterly roadmap priorities for the platform team.", created_at=OLD + 60)
+        mem.remember("The platform roadmap priorities were agreed by the whole team.", created_at=OLD + 120)
+    assert mem.sleep().summaries == 1
+    assert (mem.get(fact).status, mem.get(thanks).status) == ("active", "consolidated")
+    assert mem.recall("did Bob resign?")[0].id == fact

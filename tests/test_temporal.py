@@ -59,6 +59,11 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("last March", day(3, 1, 2023), day(4, 15, 2023)),
         ("last February", day(2, 1), day(3, 17)),
         ("in 2022", day(1, 1, 2022), day(1, 1, 2023)),
+        # Calendar units before this one, and "since": from then until now.
+        ("what did we ship last month", day(2, 1), day(3, 17)),
+        ("the offsite last year", day(1, 1, 2023), day(1, 1)),
+        ("everything since February", day(2, 1), day(3, 21)),
+        ("since 2022", day(1, 1, 2022), day(3, 21)),
     ],
 )
 def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime):
@@ -80,6 +85,31 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
 )
 def test_no_named_time_no_span(query: str):
     assert time_window(query, NOW) is None
+
+
+def test_a_leap_day_without_a_year_is_the_latest_one():
+    assert time_window("the party on February 29", datetime(2025, 3, 1, tzinfo=timezone.utc)) == (
+        day(2, 22), day(3, 14))
+
+
+def test_days_are_the_calendar_days_of_nows_time_zone():
+    from zoneinfo import ZoneInfo
+
+    pacific = ZoneInfo("America/Los_Angeles")
+    friday_evening = datetime(2024, 3, 15, 20, tzinfo=pacific)  # already Saturday in UTC
+    start, end = time_window("what broke yesterday", friday_evening)
+    assert (start, end) == (datetime(2024, 3, 14, tzinfo=pacific), datetime(2024, 3, 15, tzinfo=pacific))
+
+
+def test_recall_reads_yesterday_where_the_caller_is(tmp_path: Path):
+    from zoneinfo import ZoneInfo
+
+    pacific = ZoneInfo("America/Los_Angeles")
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        thursday = mem.remember("deploy of the billing service", created_at=datetime(2024, 3, 14, 10, tzinfo=pacific))
+        mem.remember("deploy of the search service", created_at=datetime(2024, 3, 15, 12, tzinfo=pacific))
+        found = mem.recall("which deploy happened yesterday?", now=datetime(2024, 3, 15, 20, tzinfo=pacific))
+        assert found[0].id == thursday
 
 
 def test_no_span_before_the_calendar_begins():

@@ -20,7 +20,7 @@ from .core.consolidation import SleepPolicy
 from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
-from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
+from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp, zone_of
 from .core.validation import (
     check_content,
     check_importance,
@@ -252,7 +252,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         meaning (embedding similarity, when an embedder is available) are fused,
         then nudged by importance, recency, past use, and a time the query names
         ("yesterday", "last week", "in May", relative to ``now``, default the
-        current time). Filters (``scope``, ``source``, ``since``/``until`` on
+        current time, and in ``now``'s time zone when it has one, else this
+        machine's). Filters (``scope``, ``source``, ``since``/``until`` on
         ``created_at``) apply before ranking, so ``top_k`` results are always
         filtered ones. ``explain=True`` fills each result's ``explanation`` with
         every component of its score. Any text is a safe query.
@@ -268,7 +269,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         now_ts = time.time() if now_ts is None else now_ts
         if not include_consolidated:  # past valid_until is hidden even before sleep marks it
             filters = dataclasses.replace(filters, valid_at=now_ts)
-        results = retrieval.search(self._store, self._embedder, query, filters, top_k, now=now_ts, explain=explain)
+        results = retrieval.search(
+            self._store, self._embedder, query, filters, top_k, now=now_ts, explain=explain, zone=zone_of(now)
+        )
         self._store.access.record(memory.id for memory in results)  # batched; never fails recall
         # context=N attaches each hit's neighbouring events; ranking is unchanged.
         return self._attach_context(results, context) if context else results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from datetime import timezone, tzinfo
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from .storage.sqlite import SQLiteStore
 # and cost about 4 ms more per recall at 100k memories: fusion and lookups grow
 # with them.
 MIN_CANDIDATES = 50
+# How deep recall searches when sleep's summaries stand for many of the matches.
+MAX_DEPTH = 3_200
 DEFAULT_WEIGHTS = Weights()
 
 
@@ -36,6 +39,7 @@ def search(
     now: float,
     explain: bool = False,
     weights: Weights = DEFAULT_WEIGHTS,
+    zone: tzinfo = timezone.utc,
 ) -> list[Memory]:
     """The ``top_k`` memories passing ``filters`` that best match ``query``.
 
@@ -78,10 +82,28 @@ def search(
         query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
         if redirect:
-            hit_seqs = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
-            standing_for = store.representatives(hit_seqs, filters)
-            lexical_hits = {field: _redirected(hits, standing_for) for field, hits in lexical_hits.items()}
-            dense_hits = _redirected(dense_hits, standing_for)
+            # A sleep may have condensed many matches into one summary: they count for
+            # it once. A signal left with fewer than half its depth of distinct
+            # memories searches deeper, so active matches ranked below them are met.
+            limit = depth
+            while True:
+                standing_for = store.representatives(
+                    {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters
+                )
+                folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
+                folded_dense = _redirected(dense_hits, standing_for)
+                deeper_text = any(
+                    _starved(lexical_hits[field], folded[field], limit, depth) for field in lexical_hits
+                )
+                deeper_meaning = query_vector is not None and _starved(dense_hits, folded_dense, limit, depth)
+                if not (deeper_text or deeper_meaning) or limit >= MAX_DEPTH:
+                    break
+                limit *= 4
+                if deeper_text:
+                    lexical_hits = store.search_text(queries, filters, limit)
+                if deeper_meaning and query_vector is not None and slot.signature is not None:
+                    dense_hits = store.search_vectors(query_vector, filters, limit, slot.signature)
+            lexical_hits, dense_hits = folded, folded_dense
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
         # hits mean the vector search just brought the index up to date for this model.
@@ -102,7 +124,7 @@ def search(
             )
             for seq, row in store.ranking_facts(keys).items()
         }
-        span = time_window(query, from_timestamp(now))
+        span = time_window(query, from_timestamp(now).astimezone(zone))
         window = None if span is None else (span[0].timestamp(), span[1].timestamp())
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
@@ -117,6 +139,12 @@ def search(
 def _source_words(source: str) -> frozenset[str]:
     """A source's words. A store has few distinct sources and every candidate has one."""
     return frozenset(lexical.tokenize(source))
+
+
+def _starved(found: list[tuple[int, float]], folded: list[tuple[int, float]], limit: int, depth: int) -> bool:
+    """Whether a search that filled its ``limit`` kept under half of ``depth`` once
+    summaries stood in for their originals: there may be more to find below."""
+    return len(found) == limit and len(folded) < depth // 2
 
 
 def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:

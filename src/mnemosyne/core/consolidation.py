@@ -78,11 +78,13 @@ class SleepPolicy:
     summary_max_sentences: int = 8
     keep_importance: float = 0.8  # sources this important stay active beside the summary
     # Which summarised sources leave default recall: "represented" ones (the summary
-    # holds most of their words, or they carry almost none: "Thanks!", "Wow"), or
-    # "all" of them. Sources left active are still linked from the summary.
+    # holds most of their words, or they carry fewer than min_info_words: "Thanks!",
+    # "Wow"), or "all" of them. Sources left active are still linked from the summary.
+    # Two words can be a whole fact ("Bob resigned."), and summaries quote only
+    # longer sentences: such a source stays active unless the summary says it.
     consolidate: str = "represented"
     represented_fraction: float = 0.6
-    min_info_words: int = 3
+    min_info_words: int = 2
     duplicates: DupRules = field(default_factory=DupRules)
     promote_recurring: bool = True  # a duplicate seen in >= 2 sessions becomes global
     promote_importance: float | None = 0.9

@@ -1,5 +1,6 @@
 """Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8",
-"3 weeks ago", "last week", "last Friday", "last weekend", "on Valentine's day".
+"3 weeks ago", "last week", "last month", "since March", "last Friday", "last
+weekend", "on Valentine's day".
 
 ``time_window(query, now)`` returns the span a query points at, or None. Recall
 favours memories created inside it and never hides the others ("what did we decide
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, tzinfo
 
 DAY = timedelta(days=1)
 Span = tuple[datetime, datetime]
@@ -58,17 +59,20 @@ _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 _IN_MONTH = re.compile(rf"\b(in|during|since|last)\s+{_MONTH}\b")
-_IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
+_IN_YEAR = re.compile(r"\b(in|since)\s+((?:19|20)\d{2})\b")
+_LAST_MONTH_OR_YEAR = re.compile(r"\blast\s+(month|year)\b")
 
 
 def time_window(query: str, now: datetime) -> Span | None:
-    """The ``[start, end)`` span that ``query`` names, relative to ``now`` (aware).
+    """The ``[start, end)`` span that ``query`` names, relative to ``now`` (aware, in
+    the user's time zone).
 
     The most precise expression wins: a full date before a day without a year,
     before a relative day, before a span of weeks, months or years.
     """
     text = query.lower().replace("\u2019", "'")
-    today = now.astimezone(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    # Days are calendar days where the user is: in ``now``'s own time zone.
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
         return next((span for read in _READERS if (span := read(text, today)) is not None), None)
     except OverflowError:  # a span past the calendar's ends ("9999-12-31"): no time to favour
@@ -78,12 +82,12 @@ def time_window(query: str, now: datetime) -> Span | None:
 def _full_date(text: str, today: datetime) -> Span | None:
     # Day first: in "8 May, 2023" the month-and-year reading would lose the day.
     if match := _DAY_MONTH_YEAR.search(text):
-        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)))
+        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)), today.tzinfo)
     if match := _MONTH_DAY_YEAR.search(text):
         day = match.group(2)
-        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], int(day) if day else None)
+        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], int(day) if day else None, today.tzinfo)
     if match := _ISO_DATE.search(text):
-        return _date_span(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        return _date_span(int(match.group(1)), int(match.group(2)), int(match.group(3)), today.tzinfo)
     return None
 
 
@@ -91,7 +95,7 @@ def _day_without_year(text: str, today: datetime) -> Span | None:
     if match := _HOLIDAY.search(text.replace("'", "")):
         month, day = _HOLIDAYS[match.group(1)]
         if match.group(2):
-            return _date_span(int(match.group(2)), month, day)
+            return _date_span(int(match.group(2)), month, day, today.tzinfo)
         return _latest(today, month, day)
     if match := _MONTH_DAY.search(text):
         return _latest(today, _MONTHS[match.group(1)], int(match.group(2)))
@@ -124,6 +128,13 @@ def _relative_day(text: str, today: datetime) -> Span | None:
 
 
 def _relative_span(text: str, today: datetime) -> Span | None:
+    if match := _LAST_MONTH_OR_YEAR.search(text):
+        # The calendar month or year before this one: said on May 10, "last month"
+        # is April (and, as "in April", a fortnight after it), "last year" is last year.
+        if match.group(1) == "month":
+            previous = today.replace(day=1) - DAY
+            return _date_span(previous.year, previous.month, None, today.tzinfo)
+        return _year_span(today.year - 1, today.tzinfo)
     if match := _AGO.search(text):
         days = _count(match.group(1)) * _UNIT_DAYS[match.group(2)]
         slack = timedelta(days=_UNIT_DAYS[match.group(2)] / 2 + 3)
@@ -146,11 +157,18 @@ def _named_month_or_year(text: str, today: datetime) -> Span | None:
         # The latest such month begun; "last March" said in March is a year ago.
         month = _MONTHS[match.group(2)]
         this_year = month < today.month or (month == today.month and match.group(1) != "last")
-        return _date_span(today.year if this_year else today.year - 1, month, None)
+        span = _date_span(today.year if this_year else today.year - 1, month, None, today.tzinfo)
+        if span is not None and match.group(1) == "since":  # from then until now
+            return span[0], today + DAY
+        return span
     if match := _IN_YEAR.search(text):
-        year = int(match.group(1))
-        return datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc)
+        span = _year_span(int(match.group(2)), today.tzinfo)
+        return (span[0], today + DAY) if match.group(1) == "since" else span
     return None
+
+
+def _year_span(year: int, zone: tzinfo | None) -> Span:
+    return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
 
 
 _READERS: tuple[Callable[[str, datetime], Span | None], ...] = (
@@ -158,22 +176,26 @@ _READERS: tuple[Callable[[str, datetime], Span | None], ...] = (
 )
 
 
-def _date_span(year: int, month: int, day: int | None) -> Span | None:
+def _date_span(year: int, month: int, day: int | None, zone: tzinfo | None) -> Span | None:
     try:
         if day is not None:
-            start = datetime(year, month, day, tzinfo=timezone.utc)
+            start = datetime(year, month, day, tzinfo=zone)
             # Things are told about after they happen, rarely before.
             return start - 7 * DAY, start + 14 * DAY
-        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        start = datetime(year, month, 1, tzinfo=zone)
     except ValueError:  # "February 30, 2024", "2024-13-01": not a date, so no span
         return None
     return start, start + 45 * DAY
 
 
 def _latest(today: datetime, month: int, day: int) -> Span | None:
-    """The span of ``month``/``day`` in the latest year where it is not after today."""
-    this_year = (month, day) <= (today.month, today.day)
-    return _date_span(today.year if this_year else today.year - 1, month, day)
+    """The span of ``month``/``day`` in the latest year where it is not after today
+    (February 29 comes back within eight years; a day no year has, never)."""
+    year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
+    for candidate in range(year, max(year - 8, 0), -1):
+        if (span := _date_span(candidate, month, day, today.tzinfo)) is not None:
+            return span
+    return None
 
 
 def _count(word: str) -> int:

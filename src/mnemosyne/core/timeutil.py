@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 
 from ..errors import InvalidInputError
 
@@ -14,6 +14,7 @@ TimeLike = datetime | str | int | float
 # (years 1 to 9999, UTC) may be stored: one out of range would break every read.
 EARLIEST = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
 END = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp() + 86_400.0  # year 10000 begins
+_LAST = math.nextafter(END, 0.0)  # the latest stored time: year 9999's last moment a float holds
 
 
 def to_timestamp(value: TimeLike, name: str) -> float:
@@ -58,7 +59,30 @@ def to_timestamp(value: TimeLike, name: str) -> float:
 def _utc_seconds(value: datetime) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
-    return value.timestamp()
+    seconds = value.timestamp()
+    if seconds >= END:
+        try:
+            value.astimezone(timezone.utc)
+        except OverflowError:  # past year 9999 in UTC: the range check refuses it
+            return seconds
+        # The last microseconds of year 9999 (``datetime.max``) round up to year
+        # 10000 as a float: keep them in year 9999.
+        return _LAST
+    return seconds
+
+
+def zone_of(value: TimeLike | None) -> tzinfo:
+    """The time zone ``value`` was given in, where "yesterday" or "last Friday" is a
+    calendar day: that of an aware datetime or of ISO text with an offset; UTC for
+    a naive one (naive times are UTC throughout); else this machine's."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return timezone.utc  # refused elsewhere with a clear message
+    if isinstance(value, datetime):
+        return value.tzinfo or timezone.utc
+    return datetime.now().astimezone().tzinfo or timezone.utc
 
 
 def optional_timestamp(value: TimeLike | None, name: str) -> float | None:
