@@ -64,6 +64,7 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("the offsite last year", day(1, 1, 2023), day(1, 1)),
         ("everything since February", day(2, 1), day(3, 21)),
         ("since 2022", day(1, 1, 2022), day(3, 21)),
+        ("in the last year", day(3, 20, 2023), day(3, 21)),  # the past twelve months
     ],
 )
 def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime):
@@ -110,6 +111,34 @@ def test_recall_reads_yesterday_where_the_caller_is(tmp_path: Path):
         mem.remember("deploy of the search service", created_at=datetime(2024, 3, 15, 12, tzinfo=pacific))
         found = mem.recall("which deploy happened yesterday?", now=datetime(2024, 3, 15, 20, tzinfo=pacific))
         assert found[0].id == thursday
+
+
+def test_a_float_now_is_read_with_the_machines_offset_at_that_instant(tmp_path: Path):
+    # Run where the machine is in Berlin, in winter, replaying a summer evening.
+    script = """if True:
+        from datetime import datetime, timezone
+        from mnemosyne import Mnemosyne
+        with Mnemosyne(db_path=__import__("sys").argv[1], embedder="none") as mem:
+            meant = mem.remember("deploy notes alpha", created_at="2024-07-14T12:00:00+02:00")
+            mem.remember("deploy notes beta", created_at="2024-07-13T12:00:00+02:00")
+            now = datetime(2024, 7, 14, 22, 30, tzinfo=timezone.utc).timestamp()  # 00:30 on the 15th, CEST
+            print(mem.recall("deploy notes from yesterday", now=now)[0].id == meant)
+    """
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TZ": "Europe/Berlin"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.db")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_the_calendars_ends_name_no_time_and_break_nothing(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("an early note", created_at="0001-03-01T00:00:00Z")
+        assert len(mem.recall("the early note of last year", now=datetime(1, 6, 1, tzinfo=timezone.utc))) == 1
+        assert len(mem.recall("the early note of yesterday", now=datetime.max)) == 1
 
 
 def test_no_span_before_the_calendar_begins():

@@ -25,13 +25,13 @@ class Backfill:
         self._take_over = threading.Event()  # a caller of run() finishes the background pass
         self._thread: threading.Thread | None = None
         self._done_in_background = 0
+        background.stop_at_exit(self)  # a pass under way in any thread ends with the process
 
     def start(self) -> None:
         """Start a background pass if this database has memories waiting for a vector."""
         if self._slot.ready and self._store.missing_vectors(1):
             self._thread = threading.Thread(target=self._background, name="mnemosyne-backfill", daemon=True)
             self._thread.start()
-            background.stop_at_exit(self)
 
     def run(self, progress: Progress | None = None) -> int:
         """Embed every memory that lacks a vector; return how many got one, counting
@@ -41,27 +41,34 @@ class Backfill:
         rest, so ``progress`` sees all of the work.
         """
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            self._take_over.set()
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            self._take_over.set()  # heard by the background pass only
             thread.join()
             self._take_over.clear()
         with self._lock:
             done, self._done_in_background = self._done_in_background, 0
             total = done + self._store.count_missing_vectors() if progress else 0
-            return done + self._fill(progress, done, total)
+            return done + self._fill(progress, done, total, self._stop.is_set)
+
+    def halt(self) -> None:
+        """Make any pass end after its batch, for good (the instance is closing)."""
+        self._stop.set()
 
     def stop(self) -> None:
-        self._stop.set()
+        self.halt()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
     def _background(self) -> None:
-        with self._lock:
-            self._done_in_background += self._fill(None, 0, 0)
+        def halted() -> bool:
+            return self._stop.is_set() or self._take_over.is_set()
 
-    def _fill(self, progress: Progress | None, done_before: int, total: int) -> int:
+        with self._lock:
+            self._done_in_background += self._fill(None, 0, 0, halted)
+
+    def _fill(self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool]) -> int:
         done = 0
-        while not (self._stop.is_set() or self._take_over.is_set()) and self._slot.ready:
+        while not halted() and self._slot.ready:
             batch = self._store.missing_vectors(BATCH)
             if not batch:
                 break

@@ -39,8 +39,11 @@ os.register_at_fork(after_in_child=_forget)
 
 
 class Stoppable(Protocol):
+    def halt(self) -> None:
+        """Make the work finish at its next step (without waiting)."""
+
     def stop(self) -> None:
-        """Make the thread finish at its next step, and wait for it."""
+        """Halt, and wait for the thread."""
 
 
 _workers: weakref.WeakSet[Stoppable] = weakref.WeakSet()
@@ -59,5 +62,8 @@ def stop_at_exit(worker: Stoppable) -> None:
 
 @atexit.register
 def _stop_workers() -> None:
-    for worker in list(_workers):
+    workers = list(_workers)
+    for worker in workers:  # all first: one may be waiting on another's work
+        worker.halt()
+    for worker in workers:
         worker.stop()

@@ -185,11 +185,15 @@ class AutoSleeper:
         self._last_write = time.monotonic()
         self._dirty = True
 
+    def halt(self) -> None:
+        """Make a sleep under way end at its next step (without waiting)."""
+        self._stop.set()
+
     def stop(self) -> None:
         """Stop and wait for the thread. A sleep under way ends at its next step and
         releases its lease: the store must not close under it, or the lease would be
         left held and every process's sleep refused until it expires."""
-        self._stop.set()
+        self.halt()
         if self._thread is not threading.current_thread():
             self._thread.join()
 

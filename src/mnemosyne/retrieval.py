@@ -13,7 +13,7 @@ from .core import lexical
 from .core.context import WINDOW
 from .core.ranking import Candidate, Weights, fuse
 from .core.temporal import time_window
-from .core.timeutil import from_timestamp
+from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
 from .storage.base import Filters
@@ -25,8 +25,6 @@ from .storage.sqlite import SQLiteStore
 # and cost about 4 ms more per recall at 100k memories: fusion and lookups grow
 # with them.
 MIN_CANDIDATES = 50
-# How deep recall searches when sleep's summaries stand for many of the matches.
-MAX_DEPTH = 3_200
 DEFAULT_WEIGHTS = Weights()
 
 
@@ -39,7 +37,7 @@ def search(
     now: float,
     explain: bool = False,
     weights: Weights = DEFAULT_WEIGHTS,
-    zone: tzinfo = timezone.utc,
+    zone: tzinfo | None = timezone.utc,
 ) -> list[Memory]:
     """The ``top_k`` memories passing ``filters`` that best match ``query``.
 
@@ -82,27 +80,21 @@ def search(
         query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
 
         if redirect:
+            standing_for = store.representatives(
+                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters
+            )
+            folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
+            folded_dense = _redirected(dense_hits, standing_for)
             # A sleep may have condensed many matches into one summary: they count for
-            # it once. A signal left with fewer than half its depth of distinct
-            # memories searches deeper, so active matches ranked below them are met.
-            limit = depth
-            while True:
-                standing_for = store.representatives(
-                    {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters
-                )
-                folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
-                folded_dense = _redirected(dense_hits, standing_for)
-                deeper_text = any(
-                    _starved(lexical_hits[field], folded[field], limit, depth) for field in lexical_hits
-                )
-                deeper_meaning = query_vector is not None and _starved(dense_hits, folded_dense, limit, depth)
-                if not (deeper_text or deeper_meaning) or limit >= MAX_DEPTH:
-                    break
-                limit *= 4
-                if deeper_text:
-                    lexical_hits = store.search_text(queries, filters, limit)
-                if deeper_meaning and query_vector is not None and slot.signature is not None:
-                    dense_hits = store.search_vectors(query_vector, filters, limit, slot.signature)
+            # it once, and may have filled a signal's list. The active memories ranked
+            # below them are then searched for on their own, at the same depth (scores
+            # of one query over one index compare across the two searches).
+            active = dataclasses.replace(filters, statuses=("active",))
+            if any(_crowded(lexical_hits[field], folded[field], depth) for field in lexical_hits):
+                more = store.search_text(queries, active, depth)
+                folded = {field: _merged(found, more.get(field, [])) for field, found in folded.items()}
+            if query_vector is not None and slot.signature is not None and _crowded(dense_hits, folded_dense, depth):
+                folded_dense = _merged(folded_dense, store.search_vectors(query_vector, active, depth, slot.signature))
             lexical_hits, dense_hits = folded, folded_dense
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
@@ -124,7 +116,7 @@ def search(
             )
             for seq, row in store.ranking_facts(keys).items()
         }
-        span = time_window(query, from_timestamp(now).astimezone(zone))
+        span = time_window(query, local_time(now, zone))
         window = None if span is None else (span[0].timestamp(), span[1].timestamp())
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
@@ -141,10 +133,18 @@ def _source_words(source: str) -> frozenset[str]:
     return frozenset(lexical.tokenize(source))
 
 
-def _starved(found: list[tuple[int, float]], folded: list[tuple[int, float]], limit: int, depth: int) -> bool:
-    """Whether a search that filled its ``limit`` kept under half of ``depth`` once
-    summaries stood in for their originals: there may be more to find below."""
-    return len(found) == limit and len(folded) < depth // 2
+def _crowded(found: list[tuple[int, float]], folded: list[tuple[int, float]], depth: int) -> bool:
+    """Whether a search that filled its ``depth`` kept under half of it once summaries
+    stood in for their originals: active matches may wait below."""
+    return len(found) == depth and len(folded) < depth // 2
+
+
+def _merged(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Both lists' hits, each key once with its best score, best first."""
+    best = dict(second)
+    for key, score in first:
+        best[key] = max(score, best.get(key, score))
+    return sorted(best.items(), key=lambda item: -item[1])
 
 
 def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:

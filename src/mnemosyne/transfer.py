@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,15 +93,16 @@ def write_jsonl(
     """Write a header and one line per ``(type, stored columns)`` record to ``path``
     atomically; return how many memories were written.
 
-    A symlink is written through, to the file it points at. A pipe or a device
-    (``/dev/stdout``, a FIFO) is written to directly: it cannot be replaced.
+    A symlink is written through, to the file it points at. A stream (a pipe, a
+    device, ``/dev/stdout`` even when the shell sent it to a file) is appended to:
+    it cannot be replaced, and ``>>`` must keep what the file held.
 
     ``progress(done)``, if given, is called with the count of memories written so far.
     """
-    path = path.resolve()
-    if path.exists() and not path.is_file() and not path.is_dir():
-        with open(path, "w", encoding="utf-8") as stream:
+    if is_stream(path):
+        with open(path, "a", encoding="utf-8") as stream:
             return _write_lines(records, stream, progress)
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -110,6 +112,17 @@ def write_jsonl(
     finally:
         tmp.unlink(missing_ok=True)
     return count
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is a stream rather than a file to create or replace: a pipe, a
+    device, or one of the system's names for an open file (``/dev/stdout``, ``/dev/fd/3``)."""
+    if str(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(path.stat().st_mode) and not path.is_dir()
+    except OSError:  # nothing there yet: a new file
+        return False
 
 
 def _write_lines(

@@ -60,7 +60,8 @@ _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 _IN_MONTH = re.compile(rf"\b(in|during|since|last)\s+{_MONTH}\b")
 _IN_YEAR = re.compile(r"\b(in|since)\s+((?:19|20)\d{2})\b")
-_LAST_MONTH_OR_YEAR = re.compile(r"\blast\s+(month|year)\b")
+# Not "the last year" ("in the last year" is the past twelve months, read by _PAST).
+_LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
 
 
 def time_window(query: str, now: datetime) -> Span | None:
@@ -75,7 +76,7 @@ def time_window(query: str, now: datetime) -> Span | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
         return next((span for read in _READERS if (span := read(text, today)) is not None), None)
-    except OverflowError:  # a span past the calendar's ends ("9999-12-31"): no time to favour
+    except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
 
 

@@ -71,10 +71,11 @@ def _utc_seconds(value: datetime) -> float:
     return seconds
 
 
-def zone_of(value: TimeLike | None) -> tzinfo:
+def zone_of(value: TimeLike | None) -> tzinfo | None:
     """The time zone ``value`` was given in, where "yesterday" or "last Friday" is a
     calendar day: that of an aware datetime or of ISO text with an offset; UTC for
-    a naive one (naive times are UTC throughout); else this machine's."""
+    a naive one (naive times are UTC throughout); else None, this machine's (as
+    ``datetime.astimezone`` reads None: with the offset in force at that instant)."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -82,7 +83,16 @@ def zone_of(value: TimeLike | None) -> tzinfo:
             return timezone.utc  # refused elsewhere with a clear message
     if isinstance(value, datetime):
         return value.tzinfo or timezone.utc
-    return datetime.now().astimezone().tzinfo or timezone.utc
+    return None
+
+
+def local_time(seconds: float, zone: tzinfo | None) -> datetime:
+    """``seconds`` as an aware datetime in ``zone`` (None: this machine's); in UTC where
+    the zone would carry it past the calendar's ends."""
+    try:
+        return from_timestamp(seconds).astimezone(zone)
+    except OverflowError:
+        return from_timestamp(seconds)
 
 
 def optional_timestamp(value: TimeLike | None, name: str) -> float | None:

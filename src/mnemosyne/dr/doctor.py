@@ -19,7 +19,7 @@ import sqlite3
 from pathlib import Path
 
 from ..core.timeutil import EARLIEST, END
-from ..errors import InvalidInputError, StorageError
+from ..errors import InvalidInputError, ReadOnlyDatabaseError, StorageError
 from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.backup_file import timestamp_for_names
 from ..storage.sqlite.connection import open_read_only
@@ -217,6 +217,8 @@ def _file_problem(path: Path) -> str | None:
             return f"{path} is not a SQLite database ({exc})"
     except sqlite3.Error as exc:
         return f"cannot open {path} read-only: {exc}"
+    except ReadOnlyDatabaseError as exc:  # its folder: SQLite could not read it here
+        return str(exc)
     return None
 
 

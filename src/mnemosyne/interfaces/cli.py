@@ -16,6 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
@@ -270,10 +271,17 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> None:
+    from ..transfer import is_stream
     from .progress import ProgressBar
 
     with ProgressBar("exporting", quiet=args.quiet) as bar:
         count = _open(args).export_jsonl(args.path, progress=bar)
+    if is_stream(Path(args.path)):
+        # The export may be stdout itself: its confirmation goes to stderr.
+        if not args.quiet:
+            done = {"exported": count, "path": args.path}
+            print(json.dumps(done) if args.json else f"exported {count} memories", file=sys.stderr)
+        return
     _done(args, {"exported": count, "path": args.path}, f"exported {count} memories to {args.path}")
 
 

@@ -345,20 +345,24 @@ def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlit
     A ``file:`` URI, so that SQLite opens it read-only; quoted (``as_uri``), so that
     a ``?``, ``#`` or ``%`` in a folder or file name cannot point it at another file.
 
-    Reading a WAL database needs its ``-shm`` file, which SQLite must create beside
-    it. In a folder nobody can write (a read-only mount, a backup archive), and with
-    no ``-wal`` file left, no process can be writing the database, so it is read
-    as immutable: the same bytes, without the ``-shm``.
+    Reading a WAL database needs its ``-shm`` file, which SQLite creates beside it.
+    Where it cannot (a folder this process may not write), the read is refused with
+    :class:`ReadOnlyDatabaseError` saying so, rather than reading the file as if no
+    one could be writing it: someone else may be, and the read would be stale.
     """
-    uri = path.resolve().as_uri()
-    conn = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout)
+    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=timeout)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.OperationalError:
-        if path.with_name(path.name + "-wal").exists() or os.access(path.resolve().parent, os.W_OK):
-            return conn  # the reader's own error says what is wrong
-        conn.close()
-        return sqlite3.connect(uri + "?immutable=1", uri=True, timeout=timeout)
+    except sqlite3.OperationalError as exc:
+        if not os.access(path.resolve().parent, os.W_OK):
+            conn.close()
+            raise ReadOnlyDatabaseError(
+                f"cannot read {path}: SQLite must create {path.name}-shm beside it to read a "
+                f"database in WAL mode, and {path.resolve().parent} is not writable here; run as "
+                "a user who may write that folder, or copy the database files elsewhere "
+                "(nothing was read or changed)",
+                path,
+            ) from exc
     except sqlite3.DatabaseError:
         pass  # not a database, or damaged: the reader reports it
     return conn

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 
 from ...core.context import RADIUS, Event, windows
+from .rows import select_in
 
 _EVENT_COLUMNS = "seq, content, scope, created_at"
 
@@ -47,12 +48,18 @@ def refresh_all_contexts(conn: sqlite3.Connection) -> None:
 
 
 def context_problems(conn: sqlite3.Connection) -> list[str]:
-    """How the stored windows differ from a full rebuild (``doctor``)."""
-    stored = dict(conn.execute("SELECT rowid, context FROM memories_context_fts").fetchall())
+    """How the stored windows differ from a full rebuild (``doctor``), one session
+    at a time, so memory use stays that of the largest session."""
     wrong = 0
     for texts in expected_contexts(conn):
-        wrong += sum(stored.pop(seq, None) != text for seq, text in texts.items())
-    wrong += len(stored)  # windows of memories that have none (forgotten, not episodic)
+        sql = "SELECT rowid, context FROM memories_context_fts WHERE rowid IN ({marks})"
+        stored: dict[int, str] = {seq: text for seq, text in select_in(conn, sql, list(texts))}
+        wrong += sum(stored.get(seq) != text for seq, text in texts.items())
+    # Windows of memories that should have none (forgotten, or not episodic).
+    wrong += conn.execute(
+        "SELECT count(*) FROM memories_context_fts AS f WHERE NOT EXISTS "
+        "(SELECT 1 FROM memories AS m WHERE m.seq = f.rowid AND m.kind = 'episodic')"
+    ).fetchone()[0]
     return [f"{wrong} episode context window(s) differ from their neighbours' text"] if wrong else []
 
 
