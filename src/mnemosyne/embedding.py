@@ -119,7 +119,7 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
     """
     explicit = requested if requested is not None else registry.requested_spec()
     if explicit is not None:
-        embedder = registry.from_spec(explicit, recorded) if isinstance(explicit, str) else explicit
+        embedder = registry.from_spec(explicit) if isinstance(explicit, str) else explicit
         if embedder is None:
             # "none" means "don't embed here", not another model: the database keeps
             # its record and a process that has the model backfills later.
@@ -135,7 +135,7 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
         return EmbedderSlot(embedder, recorded)
     spec = registry.spec_of(recorded) if recorded is not None else registry.best_installed_spec()
     try:
-        return EmbedderSlot(registry.from_spec(spec, recorded), recorded)
+        return EmbedderSlot(registry.from_spec(spec), recorded)
     except (MissingDependencyError, EmbedderError, InvalidInputError) as exc:
         # e.g. a custom embedder object recorded by another program: pass it as
         # embedder= to use it here. Until then, nothing is mixed, nothing is lost.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable
 from datetime import timezone, tzinfo
 
 import numpy as np
@@ -92,9 +93,11 @@ def search(
             active = dataclasses.replace(filters, statuses=("active",))
             if any(_crowded(lexical_hits[field], folded[field], depth) for field in lexical_hits):
                 more = store.search_text(queries, active, depth)
-                folded = {field: _merged(found, more.get(field, [])) for field, found in folded.items()}
+                folded = {field: _best_per_key([*found, *more.get(field, [])]) for field, found in folded.items()}
             if query_vector is not None and slot.signature is not None and _crowded(dense_hits, folded_dense, depth):
-                folded_dense = _merged(folded_dense, store.search_vectors(query_vector, active, depth, slot.signature))
+                folded_dense = _best_per_key(
+                    [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature)]
+                )
             lexical_hits, dense_hits = folded, folded_dense
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
@@ -139,14 +142,6 @@ def _crowded(found: list[tuple[int, float]], folded: list[tuple[int, float]], de
     return len(found) == depth and len(folded) < depth // 2
 
 
-def _merged(first: list[tuple[int, float]], second: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Both lists' hits, each key once with its best score, best first."""
-    best = dict(second)
-    for key, score in first:
-        best[key] = max(score, best.get(key, score))
-    return sorted(best.items(), key=lambda item: -item[1])
-
-
 def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
     """Hits on consolidated memories moved to their representative (best score kept).
 
@@ -154,9 +149,13 @@ def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | Non
     is by source "sleep" and the query asks for "chat", say) is returned itself: it
     passed the filters, and the fact must stay findable.
     """
+    return _best_per_key((standing_for.get(seq) or seq, score) for seq, score in hits)
+
+
+def _best_per_key(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Each key once, with its best score; best first."""
     best: dict[int, float] = {}
-    for seq, score in hits:
-        target = standing_for.get(seq) or seq
-        if score > best.get(target, float("-inf")):
-            best[target] = score
+    for key, score in hits:
+        if score > best.get(key, float("-inf")):
+            best[key] = score
     return sorted(best.items(), key=lambda item: -item[1])

@@ -23,14 +23,8 @@ ENV_VAR = "MNEMOSYNE_EMBEDDER"
 NONE = "none"
 
 
-def from_spec(spec: str, recorded: dict[str, Any] | None = None) -> Embedder | None:
-    """Build the embedder a spec names (``None`` for ``"none"``).
-
-    ``recorded`` is the signature a database holds. An HTTP model learns its
-    dimension from its first answer; when the database recorded that model, its
-    vectors must keep the recorded dimension (an endpoint now serving another size
-    is refused, not mixed in).
-    """
+def from_spec(spec: str) -> Embedder | None:
+    """Build the embedder a spec names (``None`` for ``"none"``)."""
     kind, _, model = spec.partition(":")
     kind = kind.strip().lower()
     if kind == NONE:
@@ -44,10 +38,7 @@ def from_spec(spec: str, recorded: dict[str, Any] | None = None) -> Embedder | N
     if kind == "openai" and model:
         from .openai_compat import OpenAICompatibleEmbedder
 
-        dimension = None
-        if recorded is not None and (recorded.get("name"), recorded.get("model")) == ("openai", model):
-            dimension = recorded.get("dimension") or None
-        return OpenAICompatibleEmbedder(model, dimension=dimension)
+        return OpenAICompatibleEmbedder(model)
     raise InvalidInputError(
         f"unknown embedder {spec!r}; use 'local', 'none', 'sentence-transformers:<model>' "
         "or 'openai:<model>'"
