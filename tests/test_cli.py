@@ -241,6 +241,18 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
     assert "--port" in done.stderr and "65535" in done.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ["recall", "x", "-k", "0"],
+    ["remember", "x", "--importance", "5"],
+    ["timeline", "--limit", "0"],
+    ["import", "missing.jsonl"],
+])
+def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, args: list[str]) -> None:
+    done = cli(*args, expect=BAD_INPUT)
+    assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
+    assert not cli.db.exists()
+
+
 def test_bad_metadata_json_is_bad_input(cli: Cli) -> None:
     done = cli("remember", "hello", "--metadata", "{not json", expect=BAD_INPUT)
     assert "--metadata" in done.stderr and "not valid JSON" in done.stderr

@@ -18,6 +18,7 @@ import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
+from mnemosyne.core.dedup import DupRules
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # validation, not ranking: no model
 
@@ -228,11 +229,26 @@ def test_sleep_refuses_bad_options_and_runs_nothing(mem: Mnemosyne, kwargs: dict
         ({"episode_gap": 0}, "episode_gap must be > 0"),
         ({"min_episode_size": 1}, "min_episode_size must be an integer >= 2"),
         ({"consolidate": "some"}, "consolidate must be 'represented' or 'all'"),
+        # Accepted once, then a crash or a silent no-op inside sleep().
+        ({"summary_max_chars": NAN}, "summary_max_chars must be an integer >= 1"),
+        ({"summary_max_chars": -1}, "summary_max_chars must be an integer >= 1"),
+        ({"summary_max_sentences": 0}, "summary_max_sentences must be an integer >= 1"),
+        ({"keep_importance": 5}, "keep_importance must be from 0 to 1"),
+        ({"promote_importance": 5}, "promote_importance must be from 0 to 1"),
+        ({"represented_fraction": 2}, "represented_fraction must be from 0 to 1"),
+        ({"promote_recurring": NAN}, "promote_recurring must be True or False"),
+        ({"duplicates": {"jaccard": 0.9}}, "duplicates must be a DupRules"),
     ],
 )
 def test_sleep_policy_refuses_bad_fields_with_a_typed_error(kwargs: dict[str, Any], message: str):
     with pytest.raises(InvalidInputError, match=message):
         SleepPolicy(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"jaccard": NAN}, {"cosine": 1.5}, {"min_tokens": 0}])
+def test_duplicate_rules_refuse_bad_fields(kwargs: dict[str, Any]):
+    with pytest.raises(InvalidInputError, match="DupRules"):
+        DupRules(**kwargs)
 
 
 def test_sleep_policy_still_takes_no_promotion_by_importance():

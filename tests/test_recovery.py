@@ -250,7 +250,9 @@ def test_backing_up_an_old_schema_leaves_it_as_it_is(tmp_path: Path) -> None:
         assert mem.get_stats().total == 4
 
 
-def test_another_applications_database_is_not_backed_up_or_changed(tmp_path: Path) -> None:
+def test_another_applications_database_is_not_backed_up_restored_over_or_changed(
+    db_path: Path, tmp_path: Path
+) -> None:
     foreign = tmp_path / "app.sqlite"
     conn = sqlite3.connect(foreign)
     conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
@@ -261,8 +263,13 @@ def test_another_applications_database_is_not_backed_up_or_changed(tmp_path: Pat
     with pytest.raises(NotADatabaseError, match="another application") as raised:
         create_backup(db_path=foreign, backup_path=tmp_path / "app.bak")
     assert raised.value.path == str(foreign)
+    with Mnemosyne(db_path=db_path, embedder="none") as mem:
+        mem.remember("ours")
+    create_backup(db_path=db_path, backup_path=tmp_path / "ours.bak")
+    with pytest.raises(NotADatabaseError, match="another application"):
+        restore_backup(backup_path=tmp_path / "ours.bak", db_path=foreign)
     assert sha256(foreign) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+    assert not list(tmp_path.glob("app.sqlite?*")) and not list(tmp_path.glob(".app.sqlite*"))
 
 
 # -- restoring over a database in use ---------------------------------------------------
@@ -531,3 +538,11 @@ def test_last_backup_at_is_recorded(db_path: Path, tmp_path: Path) -> None:
         stamp = mem.get_stats().last_backup_at
     assert stamp is not None and stamp.tzinfo is not None
     assert before <= stamp <= after
+    # A restore brings back contents that were backed up when that backup was made.
+    restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    with Mnemosyne(db_path=db_path) as mem:
+        restored = mem.get_stats().last_backup_at
+    assert restored is not None and before <= restored <= after
+    restore_backup(backup_path=tmp_path / "b.bak", db_path=tmp_path / "fresh.db")
+    with Mnemosyne(db_path=tmp_path / "fresh.db") as mem:
+        assert mem.get_stats().last_backup_at == restored

@@ -179,6 +179,9 @@ def test_reembed_switches_models_in_one_step(tmp_path: Path):
         assert vectors_in(db, dimension=32) == 8
         with pytest.raises(InvalidInputError, match="needs an embedder"):
             mem.reembed("none")
+        for bad in (123, object()):
+            with pytest.raises(InvalidInputError, match="embedder must be"):
+                mem.reembed(bad)
 
 
 def test_cli_reembed_and_stats(tmp_path: Path):

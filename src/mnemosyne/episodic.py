@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .core.episodes import split_episodes
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
-from .core.validation import MAX_LIMIT, check_label, check_seconds
+from .core.validation import check_label, check_limit, check_seconds
 from .errors import InvalidInputError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore
@@ -85,10 +85,7 @@ class EpisodicMixin:
         >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
         """
         since_ts, until_ts = self._time_range(since, until)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
-            raise InvalidInputError(
-                f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {limit!r}"
-            )
+        limit = check_limit(limit)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         return [m for m, _ in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
 

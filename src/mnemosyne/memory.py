@@ -370,7 +370,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
         >>> mem.reembed("sentence-transformers:all-mpnet-base-v2")
         """
-        slot = embedding.choose(embedder, None)
+        if embedder is None:
+            raise InvalidInputError("reembed needs an embedder: a spec such as 'local', or an embedder object")
+        slot = embedding.choose(_resolve_embedder(embedder), None)
         if slot.embedder is None:
             raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
         self._backfill.stop()

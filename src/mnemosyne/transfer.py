@@ -114,6 +114,15 @@ def write_jsonl(
     return count
 
 
+def check_readable(path: Path) -> None:
+    """Raise :class:`InvalidInputError` unless ``path`` is a file (or a pipe: ``<(...)``)
+    this process may read."""
+    if not path.exists() or path.is_dir():
+        raise InvalidInputError(f"there is no file at {path} to import")
+    if not os.access(path, os.R_OK):
+        raise InvalidInputError(f"{path} cannot be read by this user; nothing was imported")
+
+
 def is_stream(path: Path) -> bool:
     """Whether ``path`` is a stream rather than a file to create or replace: a pipe, a
     device, or one of the system's names for an open file (``/dev/stdout``, ``/dev/fd/3``)."""
@@ -144,8 +153,7 @@ def _write_lines(
 
 def read_jsonl(path: Path) -> Export:
     """Parse and validate a whole export before anything is written."""
-    if not path.exists() or path.is_dir():  # a pipe (``<(...)``) is read like a file
-        raise InvalidInputError(f"there is no file at {path} to import")
+    check_readable(path)
     parsed = _Reader()
     version = 1  # a file without a header is a version 1 file
     for number, line in _numbered_lines(path):

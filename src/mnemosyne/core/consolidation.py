@@ -105,9 +105,20 @@ class SleepPolicy:
             if value < 0 or (positive and value == 0):
                 bound = "> 0" if positive else ">= 0"
                 raise InvalidInputError(f"SleepPolicy.{name} must be {bound}, got {value!r}")
-        size = self.min_episode_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 2:
-            raise InvalidInputError(f"SleepPolicy.min_episode_size must be an integer >= 2, got {size!r}")
+        for name in ("keep_importance", "represented_fraction", "promote_importance", "strength_step"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise InvalidInputError(f"SleepPolicy.{name} must be from 0 to 1, got {value!r}")
+        for name, least in (("min_episode_size", 2), ("summary_max_chars", 1), ("summary_max_sentences", 1),
+                            ("min_info_words", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InvalidInputError(f"SleepPolicy.{name} must be an integer >= {least}, got {value!r}")
+        if not isinstance(self.duplicates, DupRules):
+            raise InvalidInputError(f"SleepPolicy.duplicates must be a DupRules, got {self.duplicates!r}")
+        for name in ("promote_recurring", "supersede"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(f"SleepPolicy.{name} must be True or False, got {getattr(self, name)!r}")
         if self.consolidate not in ("represented", "all"):
             raise InvalidInputError(
                 f"SleepPolicy.consolidate must be 'represented' or 'all', got {self.consolidate!r}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from .lexical import STOPWORDS, tokenize
 
 
@@ -26,6 +27,14 @@ class DupRules:
     jaccard: float = 0.8
     min_tokens: int = 4  # shorter texts only merge when equal after normalising
     cosine: float = 0.95  # MiniLM puts "two kids"/"three kids" at 0.96: values must match too
+
+    def __post_init__(self) -> None:
+        for name in ("jaccard", "cosine"):  # not NaN: every comparison would be false, silently
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise InvalidInputError(f"DupRules.{name} must be from 0 to 1, got {value!r}")
+        if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int) or self.min_tokens < 1:
+            raise InvalidInputError(f"DupRules.min_tokens must be an integer >= 1, got {self.min_tokens!r}")
 
 
 def word_set(text: str) -> frozenset[str]:

@@ -111,6 +111,14 @@ def check_top_k(top_k: object) -> int:
     return top_k
 
 
+def check_limit(limit: object) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
+        raise InvalidInputError(
+            f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {limit!r}"
+        )
+    return limit
+
+
 def check_query(query: object) -> str:
     if not isinstance(query, str):
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")

@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import time
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 
 from ..errors import (
@@ -50,7 +51,6 @@ __all__ = [
     "create_backup",
     "manifest_path",
     "restore_backup",
-    "timestamp_for_names",
     "verify_backup",
 ]
 
@@ -156,6 +156,7 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     manifest = verify_backup(backup)
     if target.is_dir():
         raise InvalidInputError(f"db_path {target} is a directory; pass the database file path")
+    _refuse_foreign_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_name(f".{target.name}.restore-{os.getpid()}.tmp")
     try:
@@ -165,16 +166,33 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
             raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
         if _is_healthy_database(target):
             create_backup(target, target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak"))
-            _copy_into_live(staged, target, backup)
+            _copy_into_live(staged, target, backup, manifest)
         else:
             _swap_file(staged, target)
-            _record_restore(target, backup)
+            _record_restore(target, backup, manifest)
     finally:
         staged.unlink(missing_ok=True)
     return manifest
 
 
-def _copy_into_live(staged: Path, target: Path, backup: Path) -> None:
+def _refuse_foreign_target(target: Path) -> None:
+    """Another application's SQLite database at ``db_path`` is refused and left as it
+    is (an unreadable file is the restore's to move aside)."""
+    if not target.is_file():
+        return
+    try:
+        conn = sqlite3.connect(target.resolve().as_uri() + "?immutable=1", uri=True)  # a schema probe
+    except sqlite3.Error:
+        return
+    try:
+        refuse_foreign(conn, target)
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+
+
+def _copy_into_live(staged: Path, target: Path, backup: Path, manifest: BackupManifest) -> None:
     """Overwrite a healthy database in place, as one transaction other processes respect."""
     source = sqlite3.connect(staged)
     try:
@@ -187,7 +205,7 @@ def _copy_into_live(staged: Path, target: Path, backup: Path) -> None:
         raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
     finally:
         source.close()
-    _record_restore(target, backup)
+    _record_restore(target, backup, manifest)
 
 
 def _swap_file(staged: Path, target: Path) -> None:
@@ -204,10 +222,15 @@ def _swap_file(staged: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def _record_restore(target: Path, backup: Path) -> None:
+def _record_restore(target: Path, backup: Path, manifest: BackupManifest) -> None:
     store = SQLiteStore(target)  # migrates a backup made by an older schema
     try:
         store.record_event("restore", {"backup": str(backup)})
+        # The restored contents were backed up when that backup was made: their own
+        # record of the last backup predates it.
+        made = datetime.fromisoformat(manifest.created_at).timestamp()
+        recorded = store.get_meta("last_backup_at")
+        store.set_meta("last_backup_at", repr(max(made, float(recorded or 0))))
         # Processes that had the database open hold an index of the old contents;
         # a new epoch makes them reload it (the backup's epoch may equal theirs).
         store.set_meta("index_epoch", str(time.time_ns()))

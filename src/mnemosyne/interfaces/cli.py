@@ -199,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _remember(args: argparse.Namespace) -> None:
+    from ..core.validation import check_importance
+
+    check_importance(args.importance)  # before the database is opened, or created
     memory_id = _open(args).remember(
         args.content, source=args.source, importance=args.importance, scope=args.scope,
         metadata=args.metadata, created_at=args.created_at,
@@ -207,6 +210,9 @@ def _remember(args: argparse.Namespace) -> None:
 
 
 def _recall(args: argparse.Namespace) -> None:
+    from ..core.validation import check_top_k
+
+    check_top_k(args.top_k)  # before the database is opened, or created
     results = _open(args).recall(
         args.query, args.top_k, scope=args.scope, source=args.source, since=args.since,
         until=args.until, include_consolidated=args.include_consolidated,
@@ -224,6 +230,10 @@ def _get(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
+    from ..core.validation import check_importance
+
+    if args.importance is not None:
+        check_importance(args.importance)  # before the database is opened, or created
     memory = _open(args).update(
         args.id, content=args.content, importance=args.importance, metadata=args.metadata
     )
@@ -286,8 +296,10 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from ..transfer import check_readable
     from .progress import ProgressBar
 
+    check_readable(Path(args.path))  # before the database is opened, or created
     with ProgressBar("importing", quiet=args.quiet) as bar:
         added = _open(args).import_jsonl(args.path, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
@@ -325,6 +337,9 @@ def _reembed(args: argparse.Namespace) -> None:
 
 
 def _timeline(args: argparse.Namespace) -> None:
+    from ..core.validation import check_limit
+
+    check_limit(args.limit)  # before the database is opened, or created
     events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events))
 
