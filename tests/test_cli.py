@@ -246,10 +246,17 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
     ["remember", "x", "--importance", "5"],
     ["timeline", "--limit", "0"],
     ["import", "missing.jsonl"],
+    ["undo-sleep", "nope"],
 ])
 def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, args: list[str]) -> None:
     done = cli(*args, expect=BAD_INPUT)
     assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
+    assert not cli.db.exists()
+
+
+@pytest.mark.parametrize("args", [["get", UNKNOWN], ["forget", UNKNOWN], ["update", UNKNOWN, "--content", "x"]])
+def test_a_memory_looked_for_where_there_is_no_database_is_not_found(cli: Cli, args: list[str]) -> None:
+    cli(*args, expect=NOT_FOUND)
     assert not cli.db.exists()
 
 

@@ -223,7 +223,7 @@ def _recall(args: argparse.Namespace) -> None:
 def _get(args: argparse.Namespace) -> None:
     from .. import MemoryNotFoundError
 
-    memory = _open(args).get(args.id)
+    memory = _open(args, memory_id=args.id).get(args.id)
     if memory is None:
         raise MemoryNotFoundError(args.id, args.session)
     _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
@@ -234,14 +234,14 @@ def _update(args: argparse.Namespace) -> None:
 
     if args.importance is not None:
         check_importance(args.importance)  # before the database is opened, or created
-    memory = _open(args).update(
+    memory = _open(args, memory_id=args.id).update(
         args.id, content=args.content, importance=args.importance, metadata=args.metadata
     )
     _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
 
 
 def _forget(args: argparse.Namespace) -> None:
-    _open(args).forget(args.id)
+    _open(args, memory_id=args.id).forget(args.id)
     _done(args, {"forgotten": args.id}, f"forgot {args.id}")
 
 
@@ -317,7 +317,7 @@ def _sleep(args: argparse.Namespace) -> None:
 
 
 def _undo_sleep(args: argparse.Namespace) -> None:
-    _open(args).undo_sleep(args.report_id)
+    _open(args, existing=True).undo_sleep(args.report_id)
     _emit(args, {"undone": args.report_id}, lambda: print(f"undid sleep {args.report_id}"))
 
 
@@ -356,9 +356,15 @@ def _episodes(args: argparse.Namespace) -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace, **options: Any) -> Any:
-    from .. import Mnemosyne
+def _open(args: argparse.Namespace, existing: bool = False, memory_id: str | None = None, **options: Any) -> Any:
+    """The database, closed when the command ends. A command about something stored
+    (``existing``, or a ``memory_id``) does not create a database to look in."""
+    from .. import InvalidInputError, MemoryNotFoundError, Mnemosyne
 
+    if (existing or memory_id is not None) and not Path(_db_path(args)).exists():
+        if memory_id is not None:
+            raise MemoryNotFoundError(memory_id, args.session)
+        raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")
     return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
 
 
