@@ -20,6 +20,7 @@ order, each on what the previous ones left active:
 
 from __future__ import annotations
 
+import numbers
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,19 +106,15 @@ class SleepPolicy:
             if value < 0 or (positive and value == 0):
                 bound = "> 0" if positive else ">= 0"
                 raise InvalidInputError(f"SleepPolicy.{name} must be {bound}, got {value!r}")
-        for name in ("keep_importance", "represented_fraction", "promote_importance", "strength_step"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 1:
-                raise InvalidInputError(f"SleepPolicy.{name} must be from 0 to 1, got {value!r}")
         for name, least in (("min_episode_size", 2), ("summary_max_chars", 1), ("summary_max_sentences", 1),
                             ("min_info_words", 0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < least:
                 raise InvalidInputError(f"SleepPolicy.{name} must be an integer >= {least}, got {value!r}")
         if not isinstance(self.duplicates, DupRules):
             raise InvalidInputError(f"SleepPolicy.duplicates must be a DupRules, got {self.duplicates!r}")
         for name in ("promote_recurring", "supersede"):
-            if not isinstance(getattr(self, name), bool):
+            if not isinstance(getattr(self, name), (bool, np.bool_, int)) or getattr(self, name) not in (0, 1):
                 raise InvalidInputError(f"SleepPolicy.{name} must be True or False, got {getattr(self, name)!r}")
         if self.consolidate not in ("represented", "all"):
             raise InvalidInputError(

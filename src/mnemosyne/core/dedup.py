@@ -11,6 +11,7 @@ gradually drifting texts cannot collapse into one memory.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -31,10 +32,11 @@ class DupRules:
     def __post_init__(self) -> None:
         for name in ("jaccard", "cosine"):  # not NaN: every comparison would be false, silently
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
                 raise InvalidInputError(f"DupRules.{name} must be from 0 to 1, got {value!r}")
-        if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int) or self.min_tokens < 1:
-            raise InvalidInputError(f"DupRules.min_tokens must be an integer >= 1, got {self.min_tokens!r}")
+        if isinstance(self.min_tokens, (bool, np.bool_)) or not isinstance(self.min_tokens, numbers.Integral) \
+                or self.min_tokens < 0:
+            raise InvalidInputError(f"DupRules.min_tokens must be an integer >= 0, got {self.min_tokens!r}")
 
 
 def word_set(text: str) -> frozenset[str]:

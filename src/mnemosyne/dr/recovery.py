@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import sqlite3
+import tempfile
 import time
 from contextlib import closing
 from datetime import datetime
@@ -180,16 +181,24 @@ def _refuse_foreign_target(target: Path) -> None:
     is (an unreadable file is the restore's to move aside)."""
     if not target.is_file():
         return
-    try:
-        conn = sqlite3.connect(target.resolve().as_uri() + "?immutable=1", uri=True)  # a schema probe
-    except sqlite3.Error:
-        return
-    try:
-        refuse_foreign(conn, target)
-    except sqlite3.Error:
-        pass
-    finally:
-        conn.close()
+    with tempfile.TemporaryDirectory() as folder:
+        # Probed as a copy, with its -wal (an app's tables may sit only there), so the
+        # probe adds nothing beside the target, not even a -shm.
+        probe = Path(folder) / "probe.db"
+        try:
+            shutil.copyfile(target, probe)
+            wal = target.with_name(target.name + "-wal")
+            if wal.exists():
+                shutil.copyfile(wal, probe.with_name(probe.name + "-wal"))
+            conn = sqlite3.connect(probe)
+        except (OSError, sqlite3.Error):
+            return
+        try:
+            refuse_foreign(conn, target)
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()
 
 
 def _copy_into_live(staged: Path, target: Path, backup: Path, manifest: BackupManifest) -> None:
@@ -228,7 +237,10 @@ def _record_restore(target: Path, backup: Path, manifest: BackupManifest) -> Non
         store.record_event("restore", {"backup": str(backup)})
         # The restored contents were backed up when that backup was made: their own
         # record of the last backup predates it.
-        made = datetime.fromisoformat(manifest.created_at).timestamp()
+        try:
+            made = datetime.fromisoformat(manifest.created_at).timestamp()
+        except (TypeError, ValueError):  # a hand-edited manifest: keep what the contents say
+            made = 0.0
         recorded = store.get_meta("last_backup_at")
         store.set_meta("last_backup_at", repr(max(made, float(recorded or 0))))
         # Processes that had the database open hold an index of the old contents;

@@ -361,7 +361,7 @@ def _open(args: argparse.Namespace, existing: bool = False, memory_id: str | Non
     (``existing``, or a ``memory_id``) does not create a database to look in."""
     from .. import InvalidInputError, MemoryNotFoundError, Mnemosyne
 
-    if (existing or memory_id is not None) and not Path(_db_path(args)).exists():
+    if (existing or memory_id is not None) and not Path(_db_path(args)).expanduser().exists():
         if memory_id is not None:
             raise MemoryNotFoundError(memory_id, args.session)
         raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")
