@@ -181,6 +181,8 @@ def _refuse_foreign_target(target: Path) -> None:
     is (an unreadable file is the restore's to move aside)."""
     if not target.is_file():
         return
+    if _schema_version_on_disk(target):
+        return  # a Mnemosyne schema: no need to copy the file to look
     with tempfile.TemporaryDirectory() as folder:
         # Probed as a copy, with its -wal (an app's tables may sit only there), so the
         # probe adds nothing beside the target, not even a -shm.
@@ -199,6 +201,19 @@ def _refuse_foreign_target(target: Path) -> None:
             pass
         finally:
             conn.close()
+
+
+def _schema_version_on_disk(path: Path) -> int:
+    """The ``user_version`` in the file's header (0 if unreadable), through SQLite: a
+    plain ``open()`` and close would drop this process's SQLite locks on the file."""
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
 
 
 def _copy_into_live(staged: Path, target: Path, backup: Path, manifest: BackupManifest) -> None:
