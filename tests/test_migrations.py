@@ -106,3 +106,5 @@ def test_concurrent_openers_migrate_once(v1_db: Path):
     with sqlite3.connect(v1_db) as conn:
         versions = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
     assert versions == list(range(1, LATEST_VERSION + 1))
+    # The upgrade ran once, so the database was copied aside once.
+    assert len(list(v1_db.parent.glob("old.db.pre-v*.bak"))) == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
 from .backup_file import timestamp_for_names, write_backup
-from .connection import Database, translate
+from .connection import Database, open_read_only, translate
 from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
 
 
@@ -32,38 +32,57 @@ def migrate(db: Database) -> Path | None:
         _verify_checksums(db)
         return None
 
-    safety_copy = None
-    if current > 0:
-        name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
-        safety_copy = db.path.with_name(name)
-        with db.read("copy the database aside before upgrading it") as conn:
-            try:
-                write_backup(conn, db.path, safety_copy)
-            except OSError as exc:
-                raise translate(exc, safety_copy, "copy the database aside before upgrading it") from exc
-
-    for migration in MIGRATIONS:
-        if migration.version > current:
-            _apply(db, migration)
+    # One write transaction for the copy and every step: processes opening an old
+    # database together queue here, and only the first finds work left to do, so it
+    # alone copies the database aside. A crash mid-upgrade rolls back to `current`.
+    with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
+        current = schema_version(conn)
+        if current > LATEST_VERSION:  # a newer build upgraded it while we waited
+            raise SchemaVersionError(db.path, current, LATEST_VERSION)
+        if current == LATEST_VERSION:
+            return None
+        safety_copy = None
+        if current > 0:
+            name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
+            safety_copy = db.path.with_name(name)
+            _copy_aside(db.path, safety_copy)
+        for migration in MIGRATIONS:
+            if migration.version > current:
+                _apply(conn, migration)
     return safety_copy
 
 
-def _apply(db: Database, migration: Migration) -> None:
-    with db.write(f"migrate to schema version {migration.version}") as conn:
-        # Another process may have migrated while we waited for the write lock.
-        if schema_version(conn) >= migration.version:
-            return
-        conn.execute(BOOKKEEPING)
-        for statement in split_statements(migration.sql):
-            conn.execute(statement)
-        if migration.after is not None:
-            migration.after(conn)
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-            (migration.version, migration.name, migration.checksum, time.time()),
-        )
-        # PRAGMA user_version is part of the transaction: it commits with the schema.
-        conn.execute(f"PRAGMA user_version = {migration.version}")
+def _copy_aside(path: Path, safety_copy: Path) -> None:
+    """Copy the database as committed, while the caller holds the write lock unused.
+
+    Through a second connection: SQLite's backup cannot read from a connection that
+    has begun writing, and nothing can change under this one while the lock is held.
+    """
+    action = "copy the database aside before upgrading it"
+    try:
+        reader = open_read_only(path)
+        try:
+            write_backup(reader, path, safety_copy)
+        finally:
+            reader.close()
+    except sqlite3.Error as exc:
+        raise translate(exc, path, action) from exc
+    except OSError as exc:
+        raise translate(exc, safety_copy, action) from exc
+
+
+def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
+    conn.execute(BOOKKEEPING)
+    for statement in split_statements(migration.sql):
+        conn.execute(statement)
+    if migration.after is not None:
+        migration.after(conn)
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+        (migration.version, migration.name, migration.checksum, time.time()),
+    )
+    # PRAGMA user_version is part of the transaction: it commits with the schema.
+    conn.execute(f"PRAGMA user_version = {migration.version}")
 
 
 def _verify_checksums(db: Database) -> None:
