@@ -5,7 +5,7 @@
 
 Three retrievers over the same memories (one per dialog turn):
   bm25      plain SQLite FTS5 BM25 over the turn text, stopwords removed, OR query
-  dense     all-MiniLM-L6-v2 cosine only (the bundled local model)
+  dense     embedding cosine only (the bundled all-MiniLM-L6-v2 unless --embedder)
   mnemosyne Mnemosyne.recall(): contextual lexical fields + dense, fused and adjusted
 
 LoCoMo: one database per conversation, text "speaker: text", Recall@5/@10 and
@@ -47,7 +47,8 @@ Retriever = Callable[[str, int], list[str]]  # (query, k) -> ranked keys
 
 
 class CachedEmbedder:
-    """The local model with a text → vector cache, so every retriever embeds each text once.
+    """An embedder (the local model unless ``spec`` names another) with a text → vector
+    cache, so every retriever embeds each text once.
 
     With ``path`` the cache also lives on disk (an ``.npz`` of text digests and vectors),
     so a later run embeds only texts it has not seen: LongMemEval-S's ~49k turns take
@@ -57,10 +58,13 @@ class CachedEmbedder:
     # Unsaved vectors that trigger a save, so an interrupted run keeps most of its work.
     SAVE_EVERY = 5_000
 
-    def __init__(self, path: str | None = None) -> None:
-        from mnemosyne.embedders.local import LocalEmbedder
+    def __init__(self, path: str | None = None, spec: str = "local") -> None:
+        from mnemosyne.embedders.registry import from_spec
 
-        self._model = LocalEmbedder()
+        model = from_spec(spec)
+        if model is None:
+            raise SystemExit("--embedder none: use --lexical-only")
+        self._model = model
         self.name, self.model, self.dimension = self._model.name, self._model.model, self._model.dimension
         self._cache: dict[bytes, np.ndarray] = {}
         self._path = Path(path) if path else None
@@ -212,10 +216,13 @@ def main() -> None:
     parser.add_argument("--longmemeval", help="path to longmemeval_s_dev100.json")
     parser.add_argument("--lme-limit", type=int, help="only the first N LongMemEval questions")
     parser.add_argument("--lexical-only", action="store_true", help="no embedding model (bm25 + mnemosyne)")
+    parser.add_argument("--embedder", default="local", metavar="SPEC",
+                        help="the model for dense and mnemosyne, e.g. 'sentence-transformers:all-mpnet-base-v2' "
+                             "(default: local, the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--embedding-cache", metavar="FILE",
                         help="keep embeddings in this .npz file across runs (created if missing)")
     args = parser.parse_args()
-    embedder = None if args.lexical_only else CachedEmbedder(args.embedding_cache)
+    embedder = None if args.lexical_only else CachedEmbedder(args.embedding_cache, args.embedder)
     with tempfile.TemporaryDirectory() as tmp:
         if args.locomo:
             start = time.perf_counter()
