@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
@@ -151,7 +152,7 @@ def test_a_bad_embedder_in_the_environment_creates_nothing(tmp_path: Path, monke
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        pytest.param({"importance": 10**400}, r"importance must be in \[0, 1\]", id="importance-10**400"),
+        pytest.param({"importance": 10**400}, r"importance must be a number in \[0, 1\]", id="importance-10**400"),
         pytest.param({"created_at": 10**400}, "created_at=.*years 1 to 9999", id="created_at-10**400"),
         ({"content": "bad \ud800 text"}, "content contains a lone surrogate '\\\\ud800' at position 4"),
         ({"source": "\udc00"}, "source contains a lone surrogate"),
@@ -249,10 +250,35 @@ def test_duplicate_rules_refuse_bad_fields(kwargs: dict[str, Any]):
 
 
 def test_sleep_policy_takes_numpy_numbers_and_wide_thresholds():
-    import numpy as np
+    policy = SleepPolicy(summary_max_chars=np.int64(500), min_info_words=np.int32(0), supersede=np.bool_(True),
+                         episode_gap=np.float32(600), keep_importance=1.01,
+                         duplicates=DupRules(cosine=np.float32(0.9), min_tokens=np.int64(0)))
+    # Kept as plain numbers, so nothing downstream meets a NumPy scalar.
+    assert type(policy.summary_max_chars) is int and type(policy.episode_gap) is float
+    assert type(policy.duplicates.cosine) is float and type(policy.duplicates.min_tokens) is int
 
-    SleepPolicy(summary_max_chars=np.int64(500), min_info_words=np.int32(0), supersede=np.bool_(True),
-                keep_importance=1.01, duplicates=DupRules(cosine=np.float32(0.9), min_tokens=np.int64(0)))
+
+@pytest.mark.parametrize("flag", [True, np.bool_(True)])
+def test_a_bool_is_not_a_number(mem: Mnemosyne, flag: Any):
+    with pytest.raises(InvalidInputError, match="importance"):
+        mem.remember("flagged", importance=flag)
+    with pytest.raises(InvalidInputError, match="top_k"):
+        mem.recall("deploy", top_k=flag)
+    with pytest.raises(InvalidInputError, match="episode_gap"):
+        SleepPolicy(episode_gap=flag)
+    assert contents(mem) == ["existing memory about the deploy"]
+
+
+def test_numpy_numbers_are_taken_wherever_a_number_is(mem: Mnemosyne):
+    """Values read out of an array: SQLite cannot bind NumPy's scalars, so they must
+    arrive as plain numbers."""
+    when = np.int64(1_775_035_800)
+    new = mem.remember("numpy note on the deploy", importance=np.float32(0.75), created_at=when)
+    stored = mem.get(new)
+    assert stored.importance == 0.75 and stored.created_at.timestamp() == 1_775_035_800
+    assert len(mem.recall("deploy", top_k=np.int64(1))) == 1
+    assert len(mem.timeline(limit=np.int32(1), since=np.float64(0))) == 1
+    assert mem.recall("numpy note", context=np.int16(1))[0].id == new
 
 
 def test_sleep_policy_still_takes_no_promotion_by_importance():

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .core.episodes import split_episodes
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
-from .core.validation import check_label, check_limit, check_seconds
+from .core.validation import check_label, check_limit, check_seconds, check_whole
 from .errors import InvalidInputError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore
@@ -130,9 +130,7 @@ class EpisodicMixin:
 
     @staticmethod
     def _check_context(context: object) -> int:
-        if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= 50:
-            raise InvalidInputError(f"context must be an integer from 0 to 50, got {context!r}")
-        return context
+        return check_whole(context, "context", 0, 50)
 
     @staticmethod
     def _time_range(since: TimeLike | None, until: TimeLike | None) -> tuple[float | None, float | None]:

@@ -50,6 +50,7 @@ from .core.validation import (
     check_metadata,
     check_scope,
     finite_number,
+    whole_number,
 )
 from .errors import InvalidInputError
 from .models import KINDS, STATUSES
@@ -312,6 +313,7 @@ def _optional_label(value: Any, name: str) -> str | None:
 
 def _count(value: Any, name: str, minimum: int) -> int:
     # SQLite stores integers in 64 bits.
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
+    number = whole_number(value)
+    if number is None or not minimum <= number < 2**63:
         raise InvalidInputError(f"{name} must be a whole number from {minimum} to 2**63 - 1, got {value!r}")
-    return value
+    return number

@@ -20,7 +20,6 @@ order, each on what the previous ones left active:
 
 from __future__ import annotations
 
-import numbers
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from .dedup import DupRules, duplicate_groups, fact_key
 from .episodes import split_episodes
 from .lexical import STOPWORDS, tokenize
 from .summarise import extractive_summary
-from .validation import finite_number
+from .validation import finite_number, whole_number
 
 DAY = 86_400.0
 
@@ -98,8 +97,12 @@ class SleepPolicy:
         for name in ("episode_gap", "summarise_after", "abandoned_after", "keep_importance",
                      "represented_fraction", "half_life_days", "strength_step", "promote_importance"):
             value = getattr(self, name)
-            if finite_number(value) is None and not (name == "promote_importance" and value is None):
+            if name == "promote_importance" and value is None:
+                continue
+            number = finite_number(value)
+            if number is None:
                 raise InvalidInputError(f"SleepPolicy.{name} must be a finite number, got {value!r}")
+            object.__setattr__(self, name, number)  # plain floats from here on, NumPy's included
         for name, positive in (("episode_gap", True), ("half_life_days", True),
                                ("summarise_after", False), ("abandoned_after", False)):
             value = getattr(self, name)
@@ -109,8 +112,10 @@ class SleepPolicy:
         for name, least in (("min_episode_size", 2), ("summary_max_chars", 1), ("summary_max_sentences", 1),
                             ("min_info_words", 0)):
             value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < least:
+            number = whole_number(value)
+            if number is None or number < least:
                 raise InvalidInputError(f"SleepPolicy.{name} must be an integer >= {least}, got {value!r}")
+            object.__setattr__(self, name, number)
         if not isinstance(self.duplicates, DupRules):
             raise InvalidInputError(f"SleepPolicy.duplicates must be a DupRules, got {self.duplicates!r}")
         for name in ("promote_recurring", "supersede"):

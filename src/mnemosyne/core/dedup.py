@@ -11,7 +11,6 @@ gradually drifting texts cannot collapse into one memory.
 from __future__ import annotations
 
 import math
-import numbers
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .lexical import STOPWORDS, tokenize
+from .validation import finite_number, whole_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +32,14 @@ class DupRules:
     def __post_init__(self) -> None:
         for name in ("jaccard", "cosine"):  # not NaN: every comparison would be false, silently
             value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not 0 <= float(value) <= 1:
+            number = finite_number(value)
+            if number is None or not 0 <= number <= 1:
                 raise InvalidInputError(f"DupRules.{name} must be from 0 to 1, got {value!r}")
-        if isinstance(self.min_tokens, (bool, np.bool_)) or not isinstance(self.min_tokens, numbers.Integral) \
-                or self.min_tokens < 0:
+            object.__setattr__(self, name, number)
+        min_tokens = whole_number(self.min_tokens)
+        if min_tokens is None or min_tokens < 0:
             raise InvalidInputError(f"DupRules.min_tokens must be an integer >= 0, got {self.min_tokens!r}")
+        object.__setattr__(self, "min_tokens", min_tokens)
 
 
 def word_set(text: str) -> frozenset[str]:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from datetime import datetime, timezone, tzinfo
 
+import numpy as np
+
 from ..errors import InvalidInputError
+from .validation import finite_number, whole_number
 
 TimeLike = datetime | str | int | float
 
@@ -27,13 +31,16 @@ def to_timestamp(value: TimeLike, name: str) -> float:
     >>> to_timestamp("2026-04-01T09:30:00Z", "created_at")
     1775035800.0
     """
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         raise InvalidInputError(f"{name} must be a datetime, ISO 8601 text or Unix seconds, not a bool")
-    seconds: int | float
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
+    seconds: int | float | None
+    if isinstance(value, numbers.Real):  # NumPy's numbers too: times often come from an array
+        # An int stays exact: one too large for a float fails the range check.
+        seconds = whole_number(value)
+        if seconds is None:
+            seconds = finite_number(value)
+        if seconds is None:
             raise InvalidInputError(f"{name} must be a finite number of Unix seconds, got {value!r}")
-        seconds = value  # an int stays exact: one too large for a float fails the range check
     elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from ..errors import InvalidInputError
 from ..models import SCOPES
@@ -20,14 +23,28 @@ MAX_LIMIT = 1_000_000
 
 def finite_number(value: object) -> float | None:
     """``value`` as a finite float, or None for anything else (bools, NaN, ±inf,
-    text, and ints too large for a float)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    text, and ints too large for a float). NumPy's number types count: settings
+    often come out of an array."""
+    if not isinstance(value, numbers.Real) or _is_bool(value):
         return None
     try:
         number = float(value)
     except OverflowError:
         return None
     return number if math.isfinite(number) else None
+
+
+def whole_number(value: object) -> int | None:
+    """``value`` as a plain int if it is an integer (NumPy's too, never a bool), else
+    None. Plain, because SQLite cannot bind NumPy's integers."""
+    if not isinstance(value, numbers.Integral) or _is_bool(value):
+        return None
+    return int(value)
+
+
+def _is_bool(value: object) -> bool:
+    # bool is an int to Python; both it and NumPy's bool_ are flags, not numbers.
+    return isinstance(value, (bool, np.bool_))
 
 
 def check_text(value: str, name: str) -> str:
@@ -57,12 +74,10 @@ def check_content(content: object) -> str:
 
 
 def check_importance(importance: object) -> float:
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)):
+    number = finite_number(importance)
+    if number is None or not 0 <= number <= 1:
         raise InvalidInputError(f"importance must be a number in [0, 1], got {importance!r}")
-    # Compared before float(): NaN fails it, and a huge int never reaches float().
-    if not 0 <= importance <= 1:
-        raise InvalidInputError(f"importance must be in [0, 1], got {importance!r}")
-    return float(importance)
+    return number
 
 
 def check_scope(scope: object) -> str:
@@ -106,17 +121,26 @@ def check_metadata(metadata: object) -> dict[str, Any]:
 
 
 def check_top_k(top_k: object) -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidInputError(f"top_k must be an integer from 1 to {MAX_TOP_K:_}, got {top_k!r}")
-    return top_k
+    return check_whole(top_k, "top_k", 1, MAX_TOP_K)
 
 
 def check_limit(limit: object) -> int | None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT):
+    if limit is None:
+        return None
+    number = whole_number(limit)
+    if number is None or not 1 <= number <= MAX_LIMIT:
         raise InvalidInputError(
             f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {limit!r}"
         )
-    return limit
+    return number
+
+
+def check_whole(value: object, name: str, least: int, most: int) -> int:
+    """An integer from ``least`` to ``most``, as a plain int."""
+    number = whole_number(value)
+    if number is None or not least <= number <= most:
+        raise InvalidInputError(f"{name} must be an integer from {least:_} to {most:_}, got {value!r}")
+    return number
 
 
 def check_query(query: object) -> str:
