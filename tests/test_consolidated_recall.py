@@ -63,6 +63,63 @@ def test_forgetting_the_kept_copy_of_duplicates_brings_back_the_other(mem: Mnemo
     assert [m.id for m in mem.recall("deploy key vault")] == [copy]
 
 
+BUDGET = [
+    "The client budget for the website redesign is fifty thousand euros.",
+    "Website redesign budget is fifty thousand euros.",  # said again: condensed, not quoted
+    *MEETING[1:],
+]
+
+
+def test_forgetting_a_quoted_memory_brings_back_what_only_its_quote_said(mem: Mnemosyne):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(BUDGET)]
+    mem.sleep()
+    (summary,) = [m for m in mem.recall("menu", include_consolidated=True) if m.kind == "summary"]
+    assert BUDGET[0] in summary.content and BUDGET[1] not in summary.content
+    assert mem.get(ids[1]).status == "consolidated"
+
+    mem.forget(ids[0])
+
+    assert BUDGET[0] not in mem.get(summary.id).content
+    assert mem.get(ids[1]).status == "active"  # the summary no longer says it
+    assert mem.recall("redesign budget")[0].id == ids[1]
+    assert {mem.get(i).status for i in ids[2:]} == {"consolidated"}  # still quoted
+
+
+def test_forgetting_a_short_memory_leaves_the_words_that_contain_it(mem: Mnemosyne):
+    texts = ["Booked the flight to Tokyo for the offsite.", "ok",
+             "Looking at hotels near the Tokyo office next week.",
+             "The booking reference is TK-2231 on the token sheet."]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]
+    mem.sleep()
+    (summary,) = [m for m in mem.recall("Tokyo", include_consolidated=True) if m.kind == "summary"]
+
+    mem.forget(ids[1])
+
+    assert mem.get(summary.id).content == summary.content
+    assert "Booked the flight to Tokyo" in mem.recall("Tokyo flight")[0].content
+
+
+def test_new_text_for_a_condensed_memory_is_found_by_its_words(mem: Mnemosyne):
+    ids, summary = summarised_meeting(mem)
+
+    mem.update(ids[2], content="Bob now backs the hamburger menu after the usability test.")
+
+    assert mem.get(ids[2]).status == "active"
+    assert MEETING[2] not in mem.get(summary).content  # the old text is not quoted any more
+    assert mem.recall("Bob backs the usability test")[0].id == ids[2]
+
+
+def test_new_text_for_a_kept_copy_brings_back_the_copies_it_stood_for(mem: Mnemosyne):
+    kept = mem.remember("The deploy key is stored in the vault under ops/deploy.", allow_duplicate=True)
+    copy = mem.remember("The deploy key is stored in the vault under ops/deploy.", allow_duplicate=True)
+    assert mem.sleep().merged == 1
+
+    mem.update(kept, content="Lunch is at noon on Fridays.")
+
+    assert mem.get(copy).status == "active"
+    assert mem.recall("deploy key vault")[0].id == copy
+
+
 def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne):
     old = mem.remember("The staging port is 8080.", created_at=OLD)
     new = mem.remember("The staging port is 8443.", created_at=OLD + DAY)

@@ -14,6 +14,7 @@ from mnemosyne.core.consolidation import (
     SleepPolicy,
     plan_consolidation,
     reachable_from_active,
+    represented,
 )
 from mnemosyne.core.fingerprint import content_hash
 from mnemosyne.testing import HashEmbedder
@@ -251,3 +252,21 @@ def test_only_represented_sources_leave_default_recall_unless_told_all():
     assert ("m0004" in {link.dst for link in plan.links if link.src == summary.key})  # still linked
     everything = plan_consolidation(records, NOW, dataclasses.replace(policy, consolidate="all"))
     assert all(everything.updates[r.id]["status"] == "consolidated" for r in records)
+
+
+def test_a_memory_that_expires_is_left_out_of_summaries():
+    texts = ["Checkout redesign review started with the whole team.", "Promo code SPRING24 works at checkout.",
+             "Checkout redesign review ended with three action items.", "Checkout redesign notes were shared."]
+    records = [record(i, t, NOW - 3 * DAY + i * 60, valid_until=NOW + DAY if i == 1 else None)
+               for i, t in enumerate(texts)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(consolidate="all"))
+    (summary,) = plan.summaries
+    assert "SPRING24" not in summary.content and "m0001" not in summary.sources
+    assert "status" not in plan.updates.get("m0001", {})  # stays itself, to expire on time
+    assert plan.updates["m0000"]["status"] == "consolidated"
+
+
+def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():
+    assert not represented("鲍勃辞职了。", set())  # "Bob resigned.": one token, a whole sentence
+    assert represented("好的", set()) and represented("ok", set())  # "OK"
+    assert not represented("Bob resigned.", set())

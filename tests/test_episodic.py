@@ -113,13 +113,16 @@ def test_recall_context_attaches_neighbours_without_changing_ranking(mem: Mnemos
         mem.recall("failover", context=-1)
 
 
-def test_recall_context_shows_neighbours_as_the_timeline_does(mem: Mnemosyne):
+def test_the_timeline_keeps_expired_events_as_history(mem: Mnemosyne):
     for i, text in enumerate(["deploy started", "cache warm-up ran", "deploy finished"]):
         mem.remember(text, created_at=at(i), valid_until=at(1.5) if i == 1 else None)
-    mem.sleep()  # marks the warm-up note expired
-    assert [e.content for e in mem.timeline()] == ["deploy started", "deploy finished"]
+    history = ["deploy started", "cache warm-up ran", "deploy finished"]
+    assert [e.content for e in mem.timeline()] == history
+    assert mem.sleep().expired == 1  # the warm-up note is no longer true...
+    assert [e.content for e in mem.timeline()] == history  # ...but it still happened
+    assert "cache warm-up ran" not in [m.content for m in mem.recall("warm-up")]
     hit = mem.recall("deploy finished", top_k=1, context=1)[0]
-    assert [c.content for c in hit.context] == ["deploy started"]
+    assert [c.content for c in hit.context] == ["cache warm-up ran"]  # as the timeline shows it
 
 
 CRASH_INSIDE_AN_EPISODE = """

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemosyne import InvalidInputError, LeaseHeldError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.storage.sqlite.consolidation import SleepStore
 
 DAY = 86_400.0
@@ -361,3 +362,53 @@ def test_a_short_fact_the_summary_leaves_out_stays_in_recall(mem: Mnemosyne):
     assert mem.sleep().summaries == 1
     assert (mem.get(fact).status, mem.get(thanks).status) == ("active", "consolidated")
     assert mem.recall("did Bob resign?")[0].id == fact
+
+
+def test_a_fact_in_a_language_without_spaces_the_summary_leaves_out_stays_in_recall(mem: Mnemosyne):
+    # To the tokenizer a whole Chinese sentence is one word: not "almost nothing".
+    texts = [f"第{i}号会议讨论了项目的预算和进度安排。" for i in range(4)] + ["鲍勃辞职了。", "好的"]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]
+    mem.sleep(policy=SleepPolicy(summary_max_sentences=2))
+    assert mem.get(ids[4]).status == "active"
+    assert mem.get(ids[5]).status == "consolidated"  # "OK": says almost nothing
+
+
+def test_a_new_value_supersedes_every_memory_stating_the_old_one(mem: Mnemosyne):
+    first = mem.remember("The warehouse move owner is Bo.", created_at=OLD)
+    again = mem.remember("The warehouse move owner is Bo.", created_at=OLD + 60)
+    assert mem.sleep().merged == 1  # one sleep merges the repeat into the first...
+    mem.remember("The warehouse move owner is Cy.", created_at=OLD + 120)
+    assert mem.sleep().superseded == 1  # ...a later one supersedes it
+    assert mem.get(again).status == "consolidated"
+    # The copy merged into the superseded memory answers with what superseded it.
+    assert [m.content for m in mem.recall("warehouse move owner Bo")] == ["The warehouse move owner is Cy."]
+
+    repeated = [mem.remember("The invoice approver is Dee.", created_at=OLD + 200 + i, allow_duplicate=True)
+                for i in range(2)]
+    mem.remember("The invoice approver is Eli.", created_at=OLD + 300)
+    assert mem.sleep().superseded == 2  # both statements of the old value, in one sleep
+    assert {mem.get(i).status for i in repeated} == {"superseded"}
+    assert mem.sleep().changed_rows == 0
+    assert mem.get(first).status == "superseded"
+
+
+@pytest.mark.parametrize("change", ["update", "forget"])
+def test_a_fact_changed_while_sleep_plans_is_planned_again(mem: Mnemosyne, monkeypatch, change: str):
+    import mnemosyne.consolidate as consolidate
+
+    # Recent, so that sleep plans no other change to the newer fact (decay) than the link.
+    old = mem.remember("The deploy window is Friday evening.", created_at=time.time() - 7200)
+    new = mem.remember("The deploy window is Monday morning.", created_at=time.time() - 60)
+    plan = consolidate.plan_consolidation
+
+    def plan_while_another_agent_writes(*args, **kwargs):
+        made = plan(*args, **kwargs)
+        if made.counts["superseded"]:  # the first plan: the other agent edits the newer fact now
+            with Mnemosyne(session_id="agent", db_path=mem.db_path, embedder="none") as other:
+                other.update(new, content="Lunch order: two pizzas.") if change == "update" else other.forget(new)
+        return made
+
+    monkeypatch.setattr(consolidate, "plan_consolidation", plan_while_another_agent_writes)
+    assert mem.sleep().superseded == 0  # nothing states a newer window any more
+    assert mem.get(old).status == "active"
+    assert mem.recall("deploy window")[0].id == old

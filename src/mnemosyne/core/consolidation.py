@@ -20,6 +20,7 @@ order, each on what the previous ones left active:
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,6 +128,9 @@ class SleepPolicy:
             )
 
 
+DEFAULT_POLICY = SleepPolicy()
+
+
 @dataclass(frozen=True, slots=True)
 class NewSummary:
     """A summary memory to create; ``key`` names it in links until it has an id."""
@@ -210,7 +214,9 @@ def plan_consolidation(
 
     # 2. supersede: only single-sentence "<subject> is <value>" facts of one session.
     if policy.supersede:
-        latest: dict[tuple[str, str, str], tuple[Record, str]] = {}
+        # Per subject: its latest value and every live memory stating it. A new value
+        # supersedes them all, or a repeat of the old value would still be current.
+        latest: dict[tuple[str, str, str], tuple[str, list[Record]]] = {}
         for m in live():
             if m.kind == "summary":
                 continue
@@ -219,12 +225,14 @@ def plan_consolidation(
                 continue
             slot = (m.session_id, m.scope, fact[0])
             previous = latest.get(slot)
-            if previous is not None and previous[1] != fact[1]:
-                plan.set(previous[0].id, status="superseded")
-                plan.links.append(Link(m.id, previous[0].id, "supersedes"))
+            if previous is not None and previous[0] == fact[1]:
+                previous[1].append(m)
+                continue
+            for old in previous[1] if previous is not None else ():
+                plan.set(old.id, status="superseded")
+                plan.links.append(Link(m.id, old.id, "supersedes"))
                 plan.counts["superseded"] += 1
-            if previous is None or previous[1] != fact[1]:
-                latest[slot] = (m, fact[1])
+            latest[slot] = (fact[1], [m])
 
     # 3. merge near-duplicates into their earliest member
     candidates = [m for m in live() if m.kind != "summary"]
@@ -267,9 +275,11 @@ def plan_consolidation(
 
     # 5. summarise closed episodes of session events
     done = set(summarised)
+    # A memory that expires is left out: a summary quoting it would carry its text
+    # past its valid_until, and hiding it behind one would keep it from expiring.
     events = [
         m for m in live()
-        if m.kind == "episodic" and value(m, "scope") == "session" and m.id not in done
+        if m.kind == "episodic" and value(m, "scope") == "session" and m.id not in done and m.valid_until is None
     ]
     labels = episode_labels or {}
     open = open_episodes or {}
@@ -289,7 +299,7 @@ def plan_consolidation(
         for m in members:
             plan.links.append(Link(key, m.id, "summarises"))
             if value(m, "importance") < policy.keep_importance and (
-                policy.consolidate == "all" or _represented(m.content, summary_words, policy)
+                policy.consolidate == "all" or represented(m.content, summary_words, policy)
             ):
                 plan.set(m.id, status="consolidated")
                 plan.counts["summarised"] += 1
@@ -346,12 +356,23 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
     )
 
 
-def _represented(content: str, summary_words: set[str], policy: SleepPolicy) -> bool:
+def represented(content: str, summary_words: Collection[str], policy: SleepPolicy = DEFAULT_POLICY) -> bool:
     """The summary says (nearly) everything this source says, or it says almost nothing."""
     words = {w for w in tokenize(content) if w not in STOPWORDS}
-    if len(words) < policy.min_info_words:
+    if sum(_information(w) for w in words) < policy.min_info_words:
         return True
-    return len(words & summary_words) >= policy.represented_fraction * len(words)
+    return len(words.intersection(summary_words)) >= policy.represented_fraction * len(words)
+
+
+# Scripts written without spaces (Han, kana, Thai, Lao, Myanmar, Khmer): a "word" to
+# the tokenizer is a whole phrase there.
+_UNSPACED = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _information(token: str) -> int:
+    """How many words ``token`` counts for: one, or about one per two characters of
+    a script without spaces ("鲍勃辞职了", "Bob resigned", is one token)."""
+    return max(1, len(token) // 2) if _UNSPACED.search(token) else 1
 
 
 def _when(seconds: float) -> str:

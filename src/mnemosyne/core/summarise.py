@@ -36,8 +36,8 @@ def extractive_summary(
     """Pick representative sentences of ``texts`` (one episode, in time order).
 
     >>> extractive_summary(["Deploy v2 started.", "Migrations ran fine.", "Deploy v2 done."],
-    ...                    header="deploy v2: ", max_chars=80).text
-    'deploy v2: Deploy v2 started. Deploy v2 done.'
+    ...                    header="deploy v2: ", max_sentences=2).text
+    'deploy v2: Deploy v2 started. Migrations ran fine.'
     """
     if max_chars < 20 or max_sentences < 1:
         raise ValueError("max_chars must be >= 20 and max_sentences >= 1")
@@ -78,20 +78,49 @@ def extractive_summary(
 
 
 def without_quotes_of(summary: str, forgotten: str) -> str:
-    """``summary`` with every sentence quoted from ``forgotten`` taken out.
+    """``summary`` with every sentence quoted from ``forgotten`` taken out: whole
+    sentences only, so forgetting "ok" leaves "Booked" and "token" intact. A quote
+    cut short (``…``, or the summary's length limit) goes too.
 
     >>> without_quotes_of("ops: Deploy started. Password is hunter2. Deploy done.", "Password is hunter2.")
     'ops: Deploy started. Deploy done.'
     """
-    cleaned = summary
-    for sentence in split_sentences(forgotten):
-        cleaned = cleaned.replace(sentence, "")
-    cleaned = " ".join(cleaned.split())
-    if cleaned == " ".join(summary.split()):
+    head, colon, body = summary.partition("): ")
+    head, body = (head + colon, body) if colon else ("", summary)
+    gone = split_sentences(forgotten)
+    pieces = [piece.strip() for piece in _PIECE_END.split(body) if piece.strip()]
+    kept = [
+        _without_leading(piece, gone) for position, piece in enumerate(pieces)
+        if not _quoted_from(piece, gone, last=position == len(pieces) - 1)
+    ]
+    if kept == pieces:
         return summary
-    return cleaned if any(ch.isalnum() for ch in cleaned.rsplit(":", 1)[-1]) else (
-        "(the events this summary quoted were forgotten)"
-    )
+    if not any(ch.isalnum() for piece in kept for ch in piece):
+        return "(the events this summary quoted were forgotten)"
+    return head + " ".join(kept)
+
+
+# Where a summary's quoted sentences meet: after a sentence's end or a cut-short "…".
+_PIECE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+def _without_leading(piece: str, sentences: Sequence[str]) -> str:
+    """``piece`` without the quoted sentences it starts with: a quote with no final
+    stop ("sounds good") runs into the next one when the summary joins them."""
+    for sentence in sentences:
+        if piece.startswith(sentence + " "):
+            return _without_leading(piece[len(sentence) + 1:], sentences)
+    return piece
+
+
+def _quoted_from(piece: str, sentences: Sequence[str], last: bool) -> bool:
+    """``piece`` is one of ``sentences``, or the start of one cut short: by ``_cut``
+    (ending "…") or, as the summary's last piece, by its length limit."""
+    if piece in sentences:
+        return True
+    cut = piece.endswith("…") or (last and not piece.endswith((".", "!", "?")))
+    stem = piece.removesuffix("…").rstrip()
+    return cut and bool(stem) and any(sentence.startswith(stem) for sentence in sentences)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -126,7 +126,14 @@ class SleepStore:
             lease = conn.execute("SELECT holder FROM leases WHERE name = ?", (SLEEP_LEASE,)).fetchone()
             if lease is None or lease["holder"] != holder:
                 raise LeaseHeldError("the sleep lease expired and was taken over; this sleep changed nothing")
-            touched = set(plan.updates) | {s for summary in plan.summaries for s in summary.sources}
+            # Every memory the plan read to decide: what it changes, what a new summary
+            # quotes, and both ends of every link (the newer fact a "supersedes" starts from).
+            new_summaries = {summary.key for summary in plan.summaries}
+            touched = (
+                set(plan.updates)
+                | {s for summary in plan.summaries for s in summary.sources}
+                | {end for link in plan.links for end in (link.src, link.dst) if end not in new_summaries}
+            )
             self._check_unchanged(conn, touched, snapshot.updated_at)
             active_before = _active(conn)
             undo: dict[str, Any] = {"updates": {}, "inserted": []}

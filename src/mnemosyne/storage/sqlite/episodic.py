@@ -9,7 +9,8 @@ from ...models import Memory
 from .store import _COLUMNS, SQLiteStore, row_to_memory
 
 _VISIBLE = "(scope = 'global' OR session_id = ?)"
-_EVENT_STATUSES = ("active", "consolidated", "superseded")
+# The history: everything that happened, whatever sleep made of it since.
+_EVENT_STATUSES = ("active", "consolidated", "superseded", "expired")
 
 
 class EpisodicStore:

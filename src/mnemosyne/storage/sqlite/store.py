@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ...core.consolidation import represented
 from ...core.fingerprint import content_hash
+from ...core.lexical import tokenize
 from ...core.signature import same_embedder
 from ...core.summarise import without_quotes_of
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
@@ -136,6 +138,9 @@ class SQLiteStore(VectorRows):
         values = {k: dump_json(v) if k == "metadata" else v for k, v in changes.items()}
         with self._db.write("update a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
+            if "content" in values and row["status"] == "consolidated" and "status" not in values:
+                # What stood for it says the old text: recall must find the new one.
+                values["status"] = "active"
             if values:
                 assignments = ", ".join(f"{column} = ?" for column in values)
                 conn.execute(
@@ -149,6 +154,11 @@ class SQLiteStore(VectorRows):
                     conn.execute(
                         "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (row["seq"], encode_vector(vector))
                     )
+            if "content" in values:
+                reason = f"the text of {memory_id} changed"
+                # Summaries quoted the old text; what this memory stood for, it may no longer say.
+                self._unquote(conn, memory_id, row["content"], reason)
+                self._reinstate_uncovered(conn, memory_id, values["content"], reason)
             if "content" in values or "scope" in values:  # the text, or whose windows hold it
                 refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
                                  was_global=row["scope"] == "global")
@@ -161,7 +171,7 @@ class SQLiteStore(VectorRows):
         """Remove a visible memory from the table and every index; leave a tombstone."""
         with self._db.write("forget a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
-            self._unquote(conn, memory_id, row["content"])
+            self._unquote(conn, memory_id, row["content"], f"forgot quoted memory {memory_id}")
             represented = [r[0] for r in conn.execute(
                 "SELECT dst_id FROM memory_links WHERE src_id = ? AND kind IN ('summarises', 'merges')",
                 (memory_id,),
@@ -173,17 +183,17 @@ class SQLiteStore(VectorRows):
                              was_global=row["scope"] == "global")
             audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
 
-    def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str) -> None:
-        """Summaries that quote a forgotten memory stop quoting it."""
+    def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str, reason: str) -> None:
+        """Summaries that quote ``content``, the old text of ``memory_id``, stop quoting it."""
         summaries = conn.execute(
             "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
         ).fetchall()
         for (summary_id,) in summaries:
-            self._unquote_summary(conn, summary_id, memory_id, content)
+            self._unquote_summary(conn, summary_id, content, reason)
 
-    def _unquote_summary(self, conn: sqlite3.Connection, summary_id: str, memory_id: str, content: str) -> None:
-        summary = conn.execute(
-            "SELECT seq, session_id, content FROM memories WHERE id = ?", (summary_id,)
+    def _unquote_summary(self, conn: sqlite3.Connection, summary_id: str, content: str, reason: str) -> None:
+        summary = conn.execute(  # a summary's text only: a link can name any memory
+            "SELECT seq, session_id, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
         ).fetchone()
         if summary is None:
             return
@@ -195,8 +205,23 @@ class SQLiteStore(VectorRows):
             (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
         )
         conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
-        audit(conn, "update", summary_id, summary["session_id"],
-              {"fields": ["content"], "reason": f"forgot quoted memory {memory_id}"})
+        audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
+        self._reinstate_uncovered(conn, summary_id, cleaned, reason)
+
+    def _reinstate_uncovered(self, conn: sqlite3.Connection, representative: str, text: str, reason: str) -> None:
+        """Make active again the memories ``representative`` stood for that its new
+        ``text`` no longer says, as sleep would not have consolidated them behind it."""
+        words = set(tokenize(text))
+        rows = conn.execute(
+            "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+            "WHERE l.src_id = ? AND l.kind IN ('summarises', 'merges') AND m.status = 'consolidated'",
+            (representative,),
+        ).fetchall()
+        now = time.time()
+        for row in rows:
+            if not represented(row["content"], words):
+                conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (now, row["id"]))
+                audit(conn, "update", row["id"], row["session_id"], {"fields": ["status"], "reason": reason})
 
     def _reinstate(self, conn: sqlite3.Connection, memory_ids: Sequence[str], forgotten: str) -> None:
         """Make active again the memories a forgotten summary or kept copy stood for,
@@ -270,9 +295,8 @@ class SQLiteStore(VectorRows):
                             )
                         touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
                         added += 1
-            for link in links:
-                if link["dst_id"] in forgotten and link["kind"] == "summarises":
-                    self._unquote_summary(conn, link["src_id"], link["dst_id"], forgotten[link["dst_id"]])
+            unquote = [(link["src_id"], link["dst_id"]) for link in links
+                       if link["dst_id"] in forgotten and link["kind"] == "summarises"]
             links = [link for link in links if not {link["src_id"], link["dst_id"]}.intersection(forgotten)]
             for link in links:
                 for end in (link["src_id"], link["dst_id"]):
@@ -286,6 +310,8 @@ class SQLiteStore(VectorRows):
                 "VALUES (:src_id, :dst_id, :kind, :run_id, :created_at) ON CONFLICT DO NOTHING",
                 [{k: v for k, v in link.items() if k != "where"} for link in links],
             )
+            for summary_id, gone in unquote:  # once linked: what it no longer says comes back
+                self._unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return added
@@ -435,8 +461,8 @@ class SQLiteStore(VectorRows):
     def representatives(self, seqs: Iterable[int], filters: Filters) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the newest active memory
         passing ``filters`` that merged or summarised it, directly or through a
-        chain (a duplicate merged into a copy that a summary then condensed); None
-        if there is none.
+        chain (a duplicate merged into a copy that a summary then condensed, or
+        into a copy that a newer value then superseded); None if there is none.
 
         The representative is what recall returns, so it must pass the filters the
         hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
@@ -451,7 +477,7 @@ class SQLiteStore(VectorRows):
                 "  SELECT d.seq, d.id FROM memories AS d NOT INDEXED"
                 "  WHERE d.status = 'consolidated' AND d.seq IN ({marks})"
                 "  UNION SELECT up.start, l.src_id FROM up JOIN memory_links AS l ON l.dst_id = up.id"
-                "  WHERE l.kind IN ('merges', 'summarises')"
+                "  WHERE l.kind IN ('merges', 'summarises', 'supersedes')"
                 ") SELECT up.start, s.seq FROM up LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
                 list(dict.fromkeys(seqs)),
             )
