@@ -38,6 +38,16 @@ def test_key_reused_for_different_content_is_refused(mem: Mnemosyne):
     assert mem.get_stats().total == 1
 
 
+def test_a_key_taken_by_another_sessions_private_memory_does_not_name_it(mem: Mnemosyne):
+    private = mem.remember("Ship on Friday; the CFO approved.", idempotency_key="order-1182")
+    with Mnemosyne(session_id="b", db_path=mem.db_path) as stranger:
+        with pytest.raises(InvalidInputError, match="already used for a different memory of another session") as info:
+            stranger.remember("anything", idempotency_key="order-1182")
+    assert private not in str(info.value) and "'a'" not in str(info.value)
+    with pytest.raises(InvalidInputError, match=private):  # its own session is told which
+        mem.remember("something else", idempotency_key="order-1182")
+
+
 def test_key_retried_from_another_instance_and_session(tmp_path: Path, mem: Mnemosyne):
     first = mem.remember("shared fact", scope="global", idempotency_key="k")
     with Mnemosyne(session_id="a", db_path=mem.db_path) as other:

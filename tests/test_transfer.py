@@ -443,6 +443,19 @@ def test_a_link_to_a_memory_in_neither_the_file_nor_the_database_imports_nothing
         assert tables(db)["episodes"][0]["label"] == "otters"
 
 
+def test_a_link_cannot_make_a_memory_that_is_no_summary_lose_text(tmp_path: Path):
+    db = tmp_path / "db.db"
+    with Mnemosyne(session_id="alpha", db_path=db) as alpha:
+        private = alpha.remember("Ship on Friday. The approval came from the CFO.")
+    quote = {**record(content="The approval came from the CFO."), "type": "memory"}
+    claim = link(src_id=private, dst_id=quote["id"])  # "the private memory summarises the quote"
+    with Mnemosyne(session_id="beta", db_path=db) as beta:
+        beta.import_jsonl(write_jsonl(tmp_path / "claim.jsonl", [quote, claim], version=2))
+        beta.forget(quote["id"])
+    with Mnemosyne(session_id="alpha", db_path=db) as alpha:
+        assert alpha.get(private).content == "Ship on Friday. The approval came from the CFO."
+
+
 BAD_V2_LINES = {
     "unknown type": {"type": "comment", "text": "hi"},
     "no type": record(id="0190aaaa-0000-7000-8000-0000000000ff"),

@@ -63,15 +63,19 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
 def for_key(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
     """The memory stored under ``memory.idempotency_key``, checked to be the same write."""
     row = conn.execute(
-        "SELECT id, session_id, content_hash FROM memories WHERE idempotency_key = ?",
+        "SELECT id, session_id, scope, content_hash FROM memories WHERE idempotency_key = ?",
         (memory.idempotency_key,),
     ).fetchone()
     if row is None:
         return None
     if (row["session_id"], row["content_hash"]) != (memory.session_id, memory.content_hash):
-        # Returning the old id here would silently drop this different content.
+        # Returning the old id here would silently drop this different content. Keys
+        # are unique across the database, but another session's private memory is
+        # not named: its id would let this session reach it.
+        visible = row["session_id"] == memory.session_id or row["scope"] == "global"
+        holder = f"memory ({row['id']})" if visible else "memory of another session"
         raise InvalidInputError(
             f"idempotency_key {memory.idempotency_key!r} was already used for a different "
-            f"memory ({row['id']}, session {row['session_id']!r}); use a new key for new content"
+            f"{holder}; use a new key for new content"
         )
     return str(row["id"])
