@@ -33,14 +33,14 @@ def record(i: int, content: str, at: float, session: str = "s1", **kw) -> Record
 
 
 def apply(records: list[Record], plan: Plan) -> tuple[list[Record], list[tuple[str, str]]]:
-    """Apply a plan in memory, as the store does, with summary ids = their keys."""
+    """Apply a plan in memory, as the store does, with new memories' ids = their keys."""
     out = [dataclasses.replace(r, **plan.updates.get(r.id, {})) for r in records]
-    for s in plan.summaries:
+    for s in plan.created:
         out.append(Record(
-            id=s.key, session_id=s.session_id, scope=s.scope, kind="summary", status="active",
+            id=s.key, session_id=s.session_id, scope=s.scope, kind=s.kind, status="active",
             content=s.content, content_hash=content_hash(s.content), importance=s.importance,
             created_at=s.created_at, strength=s.strength, last_seen_at=s.last_seen_at,
-            episode_id=s.episode_id,
+            episode_id=s.episode_id, occurrences=s.occurrences,
         ))
     return out, [(link.src, link.dst) for link in plan.links]
 
@@ -157,7 +157,7 @@ def test_closed_episode_gets_a_bounded_extractive_summary_linked_to_every_source
     records.append(record(99, "Remember the client deadline is the 14th", NOW - 3 * DAY + 31 * 60,
                           importance=0.9, scope="global"))
     plan = plan_consolidation(records, NOW, SleepPolicy(summary_max_chars=400))
-    (summary,) = plan.summaries
+    (summary,) = plan.created
     assert len(summary.content) <= 400
     assert summary.content.startswith("Summary of episode (30 events")
     assert set(summary.sources) == {r.id for r in records[:30]}
@@ -173,7 +173,7 @@ def test_open_and_recent_episodes_are_not_summarised():
     explicit = [record(20 + i, f"explicit event {i} of the deploy", NOW - 3 * DAY + 5000 + i,
                        episode_id="ep-open") for i in range(4)]
     plan = plan_consolidation(old + recent + explicit, NOW, open_episodes={"ep-open": NOW})
-    assert [s.sources for s in plan.summaries] == [tuple(r.id for r in old)]
+    assert [s.sources for s in plan.created] == [tuple(r.id for r in old)]
 
 
 def test_an_open_episode_silent_for_long_counts_as_abandoned():
@@ -181,14 +181,14 @@ def test_an_open_episode_silent_for_long_counts_as_abandoned():
                 for i in range(4)]
     for last_write, summaries in ((NOW - 8 * DAY, 1), (NOW - 6 * DAY, 0)):
         plan = plan_consolidation(explicit, NOW, open_episodes={"ep": last_write})
-        assert len(plan.summaries) == summaries
+        assert len(plan.created) == summaries
 
 
 def test_important_sources_stay_active_beside_their_summary():
     records = [record(i, f"event {i} of the quarterly budget review", NOW - 3 * DAY + i,
                       importance=0.85 if i == 2 else 0.5) for i in range(5)]
     plan = plan_consolidation(records, NOW)
-    assert len(plan.summaries) == 1
+    assert len(plan.created) == 1
     assert "status" not in plan.updates.get("m0002", {})
     assert plan.counts["summarised"] == 4
 
@@ -230,12 +230,31 @@ def test_recurring_knowledge_is_promoted_to_global():
         record(3, "Customer prefers invoices by email", NOW - 4 * DAY, session="a", importance=0.95),
     ]
     plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
-    assert plan.updates["m0001"]["scope"] == "global"
-    assert plan.updates["m0002"]["status"] == "consolidated"
+    # A new global memory of the shared text; each session's own row stays its own.
+    (shared,) = plan.created
+    assert (shared.kind, shared.scope, shared.content) == ("fact", "global", records[0].content)
+    assert (shared.sources, shared.occurrences, shared.created_at) == (("m0001", "m0002"), 2, records[0].created_at)
+    assert {link.dst for link in plan.links if link.src == shared.key} == {"m0001", "m0002"}
+    assert plan.updates["m0001"] == plan.updates["m0002"] == {"status": "consolidated"}
     assert plan.updates["m0003"]["scope"] == "global"
     no_promotion = SleepPolicy(min_episode_size=10, promote_recurring=False, promote_importance=None)
     plan = plan_consolidation(records, NOW, no_promotion)
     assert plan.counts["promoted"] == 0 and plan.counts["merged"] == 0
+
+
+def test_sessions_share_only_exact_repeats_and_never_each_others_rows():
+    records = [
+        record(1, "Escalation handled by billing lead Kowalski at the Warsaw office today", NOW - 5 * DAY,
+               session="a"),
+        record(2, "Escalation handled by billing lead at the Warsaw office today", NOW - 4 * DAY, session="b"),
+        record(3, "The VPN gateway is vpn-2", NOW - 4 * DAY, session="c", scope="global"),
+        record(4, "the VPN gateway is vpn-2.", NOW - 3 * DAY, session="a"),
+    ]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert "status" not in plan.updates["m0001"] and "status" not in plan.updates["m0002"]  # a's words stay a's
+    assert plan.updates["m0004"]["status"] == "consolidated"  # a repeat of what all can see
+    assert [(link.src, link.dst) for link in plan.links] == [("m0003", "m0004")]
+    assert plan.created == [] and "scope" not in plan.updates.get("m0003", {})
 
 
 def test_only_represented_sources_leave_default_recall_unless_told_all():
@@ -245,7 +264,7 @@ def test_only_represented_sources_leave_default_recall_unless_told_all():
     records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
     policy = SleepPolicy(summary_max_sentences=1, summary_max_chars=200)
     plan = plan_consolidation(records, NOW, policy)
-    (summary,) = plan.summaries
+    (summary,) = plan.created
     assert "passport" not in summary.content
     assert "status" not in plan.updates.get("m0004", {})  # its facts are not in the summary
     assert plan.updates["m0002"]["status"] == "consolidated"  # says almost nothing
@@ -260,7 +279,7 @@ def test_a_memory_that_expires_is_left_out_of_summaries():
     records = [record(i, t, NOW - 3 * DAY + i * 60, valid_until=NOW + DAY if i == 1 else None)
                for i, t in enumerate(texts)]
     plan = plan_consolidation(records, NOW, SleepPolicy(consolidate="all"))
-    (summary,) = plan.summaries
+    (summary,) = plan.created
     assert "SPRING24" not in summary.content and "m0001" not in summary.sources
     assert "status" not in plan.updates.get("m0001", {})  # stays itself, to expire on time
     assert plan.updates["m0000"]["status"] == "consolidated"

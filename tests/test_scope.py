@@ -74,3 +74,31 @@ def test_private_neighbours_never_make_a_global_memory_findable(agents):
     hits = b.recall("Bluebird acquisition target", explain=True)
     assert all(h.explanation["content"] == 0 and h.explanation["context"] == 0 for h in hits)
     assert [m.content for m in b.recall("all-hands meeting")] == ["the all-hands meeting moved to Friday"]
+
+
+def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
+        mine = a.remember("Staging database password rotates every Sunday night.", source="crm",
+                          metadata={"ticket": "SEC-41"})
+        theirs = b.remember("staging database password rotates every sunday night")
+        alike = b.remember("Customer escalation handled by billing lead at the Warsaw office today")
+        detail = a.remember("Customer escalation handled by billing lead Kowalski at the Warsaw office today")
+
+        report = c.sleep()  # any session may run sleep
+
+        assert (report.merged, report.promoted) == (2, 1)
+        (shared,) = c.recall("staging database password")
+        assert (shared.scope, shared.source, shared.metadata["sources"]) == ("global", "sleep", 2)
+        assert shared.id not in (mine, theirs) and "ticket" not in shared.metadata
+        assert a.recall("staging password")[0].id == shared.id
+        assert b.get(mine) is None  # a's own row stays a's
+        # Alike is not the same: a's extra word never reaches b.
+        assert b.recall("Kowalski") == [] and a.get(detail).status == "active" == b.get(alike).status
+
+        c.forget(shared.id)  # a shared memory is everyone's to forget...
+
+        assert a.get(mine).status == "active" and b.get(theirs).status == "active"  # ...not their own copies
+        assert a.get(mine).metadata == {"ticket": "SEC-41"} and c.recall("staging password") == []

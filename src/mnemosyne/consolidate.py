@@ -92,14 +92,14 @@ def run_sleep(
             run_id = new_id()
             if dry_run:
                 active = sleeper.count_active()
-                changed = len(plan.updates) + len(plan.summaries)
+                changed = len(plan.updates) + len(plan.created)
                 return _report(run_id, started, counts, active, active, changed, 0, dry_run=True)
             contents: dict[str, str] = {}
             fallbacks = 0
-            if summariser is not None and plan.summaries:
+            if summariser is not None and any(new.kind == "summary" for new in plan.created):
                 contents, fallbacks = _summarise(
                     plan, summariser, summariser_timeout, policy, sleeper, holder)
-            new_ids = {summary.key: new_id() for summary in plan.summaries}
+            new_ids = {new.key: new_id() for new in plan.created}
             check_stop()
             try:
                 applied = sleeper.apply(
@@ -125,7 +125,7 @@ def _summarise(
     fallbacks = 0
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemosyne-summariser")
     try:
-        for summary in plan.summaries:
+        for summary in (new for new in plan.created if new.kind == "summary"):
             future = pool.submit(summariser, list(summary.source_texts))
             try:
                 text = future.result(timeout=timeout)

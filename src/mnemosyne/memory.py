@@ -391,8 +391,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     # -- sleep ------------------------------------------------------------------------
 
     def _after_sleep(self, report: SleepReport) -> None:
-        # New summaries get their vectors before sleep() returns.
-        if report.summaries and not report.dry_run:
+        # New summaries and shared facts get their vectors before sleep() returns.
+        if (report.summaries or report.promoted) and not report.dry_run:
             self.backfill_vectors()
 
     def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:

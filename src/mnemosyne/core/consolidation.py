@@ -7,10 +7,12 @@ order, each on what the previous ones left active:
 1. **expire** memories past ``valid_until`` (status ``expired``: hidden, kept);
 2. **supersede** an older "<subject> is <value>" fact by a newer one with another
    value for the same subject (the old one is kept, linked, status ``superseded``);
-3. **merge** near-duplicates into their earliest member (the canonical memory), which
-   takes the earliest ``created_at``, the latest sighting, the summed occurrence
-   count and the highest importance; copies seen in several sessions are promoted
-   to ``global`` scope so no session loses sight of them;
+3. **merge** near-duplicates into one member (the canonical memory: a global one,
+   else the earliest), which takes the earliest ``created_at``, the latest sighting,
+   the summed occurrence count and the highest importance. Across sessions only
+   repeats merge, and copies several sessions hold privately fold into a new global
+   ``fact`` memory of the shared text, so no session loses sight of them and none
+   sees another's row;
 4. **promote** session memories marked important to ``global`` (configurable);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
    a source is marked ``consolidated`` when the summary represents it (or, with
@@ -87,7 +89,7 @@ class SleepPolicy:
     represented_fraction: float = 0.6
     min_info_words: int = 2
     duplicates: DupRules = field(default_factory=DupRules)
-    promote_recurring: bool = True  # a duplicate seen in >= 2 sessions becomes global
+    promote_recurring: bool = True  # a text repeated in >= 2 sessions is shared as a new global memory
     promote_importance: float | None = 0.9
     supersede: bool = True
     half_life_days: float = 30.0
@@ -132,10 +134,12 @@ DEFAULT_POLICY = SleepPolicy()
 
 
 @dataclass(frozen=True, slots=True)
-class NewSummary:
-    """A summary memory to create; ``key`` names it in links until it has an id."""
+class NewRecord:
+    """A memory sleep creates: an episode's summary, or the shared copy of a fact that
+    several sessions hold (kind ``fact``). ``key`` names it in links until it has an id."""
 
     key: str
+    kind: str
     session_id: str
     scope: str
     content: str
@@ -143,31 +147,32 @@ class NewSummary:
     created_at: float
     last_seen_at: float
     strength: float
-    episode_id: str
     sources: tuple[str, ...]
     source_texts: tuple[str, ...]
-    label: str | None
+    occurrences: int = 1
+    episode_id: str | None = None
+    label: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    src: str  # a memory id, or a NewSummary key
+    src: str  # a memory id, or a NewRecord key
     dst: str
     kind: str  # 'summarises' | 'merges' | 'supersedes'
 
 
 @dataclass(slots=True)
 class Plan:
-    """The changes one sleep makes: column updates, new summaries, new links."""
+    """The changes one sleep makes: column updates, new memories, new links."""
 
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    summaries: list[NewSummary] = field(default_factory=list)
+    created: list[NewRecord] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
     @property
     def empty(self) -> bool:
-        return not self.updates and not self.summaries and not self.links
+        return not self.updates and not self.created and not self.links
 
     def set(self, memory_id: str, **values: Any) -> None:
         self.updates.setdefault(memory_id, {}).update(values)
@@ -192,7 +197,7 @@ def plan_consolidation(
     when each was last written to (its start, if never).
 
     >>> plan = plan_consolidation(records, now=time.time())
-    >>> plan.counts["merged"], len(plan.summaries)
+    >>> plan.counts["merged"], len(plan.created)
     (12, 3)
     """
     policy = policy or SleepPolicy()
@@ -234,12 +239,27 @@ def plan_consolidation(
                 plan.counts["superseded"] += 1
             latest[slot] = (fact[1], [m])
 
-    # 3. merge near-duplicates into their earliest member
+    # 3. merge near-duplicates into a global member if there is one, else into the
+    # earliest. Across sessions only repeats (the same words in the same order) group,
+    # so no session's other words reach another; with no global member
+    # (promote_recurring) they fold into a new global memory of the shared text:
+    # never into one session's own row made global, which would hand its source,
+    # metadata and the right to edit it over.
     candidates = [m for m in live() if m.kind != "summary"]
+    words: dict[int, list[str]] = {}
+
+    def same_words(i: int, j: int) -> bool:  # the same words in the same order; stops and case aside
+        for k in (i, j):
+            if k not in words:
+                words[k] = tokenize(candidates[k].content)
+        return words[i] == words[j]
 
     def compatible(anchor: int, item: int) -> bool:
         a, b = candidates[anchor], candidates[item]
-        return a.session_id == b.session_id or a.scope == "global" or policy.promote_recurring
+        if a.session_id == b.session_id:
+            return True
+        shared = a.scope == "global" or b.scope == "global" or policy.promote_recurring
+        return shared and same_words(anchor, item)
 
     groups = duplicate_groups(
         [m.id for m in candidates], [m.content_hash for m in candidates],
@@ -247,23 +267,37 @@ def plan_consolidation(
     )
     for group in groups:
         members = [candidates[i] for i in group]
-        canonical = members[0]
         sightings = [m.last_seen_at or m.created_at for m in members]
-        global_scope = any(m.scope == "global" for m in members) or len({m.session_id for m in members}) > 1
-        changes: dict[str, Any] = {
+        summed: dict[str, Any] = {
             "occurrences": sum(m.occurrences for m in members),
             "last_seen_at": max(sightings),
             "importance": max(m.importance for m in members),
             "created_at": min(m.created_at for m in members),
         }
-        if global_scope and canonical.scope != "global":
-            changes["scope"] = "global"
+        kept = next((m for m in members if m.scope == "global"), None)  # visible to every session
+        if kept is not None:
+            keeper = kept.id
+        elif len({m.session_id for m in members}) == 1:
+            keeper = members[0].id
+        else:
+            keeper = f"shared:{members[0].id}"
+        if keeper.startswith("shared:"):
+            plan.created.append(NewRecord(
+                key=keeper, kind="fact", session_id=members[0].session_id, scope="global",
+                content=members[0].content, importance=summed["importance"], created_at=summed["created_at"],
+                last_seen_at=summed["last_seen_at"], occurrences=summed["occurrences"],
+                strength=strength(Record(**{**_fields(members[0]), **summed}), now, policy),
+                sources=tuple(m.id for m in members), source_texts=tuple(m.content for m in members),
+            ))
             plan.counts["promoted"] += 1
-        plan.set(canonical.id, **{k: v for k, v in changes.items() if getattr(canonical, k) != v})
-        for m in members[1:]:
-            plan.set(m.id, status="consolidated")
-            plan.links.append(Link(canonical.id, m.id, "merges"))
-            plan.counts["merged"] += 1
+        else:
+            canonical = state[keeper]
+            plan.set(keeper, **{k: v for k, v in summed.items() if getattr(canonical, k) != v})
+        for m in members:
+            if m.id != keeper:
+                plan.set(m.id, status="consolidated")
+                plan.links.append(Link(keeper, m.id, "merges"))
+                plan.counts["merged"] += 1
 
     # 4. promote important session knowledge
     if policy.promote_importance is not None:
@@ -293,7 +327,7 @@ def plan_consolidation(
         ):
             continue
         summary = _summary(key, members, labels.get(key), policy, now, value)
-        plan.summaries.append(summary)
+        plan.created.append(summary)
         plan.counts["summaries"] += 1
         summary_words = set(tokenize(summary.content))
         for m in members:
@@ -337,7 +371,7 @@ def strength(m: Record, now: float, policy: SleepPolicy) -> float:
 
 
 def _summary(key: str, members: list[Record], label: str | None, policy: SleepPolicy, now: float,
-             value: Any) -> NewSummary:
+             value: Any) -> NewRecord:
     start, end = members[0].created_at, members[-1].created_at
     name = f"'{label}'" if label else "episode"
     header = f"Summary of {name} ({len(members)} events, {_when(start)} to {_when(end)}): "
@@ -348,8 +382,8 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
         id=key, session_id=members[0].session_id, scope="session", kind="summary", status="active",
         content=extract.text, content_hash="", importance=importance, created_at=start, last_seen_at=end,
     )
-    return NewSummary(
-        key=key, session_id=members[0].session_id, scope="session", content=extract.text,
+    return NewRecord(
+        key=key, kind="summary", session_id=members[0].session_id, scope="session", content=extract.text,
         importance=importance, created_at=start, last_seen_at=end,
         strength=strength(record, now, policy), episode_id=key,
         sources=tuple(m.id for m in members), source_texts=texts, label=label,

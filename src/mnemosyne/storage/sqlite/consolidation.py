@@ -128,11 +128,11 @@ class SleepStore:
                 raise LeaseHeldError("the sleep lease expired and was taken over; this sleep changed nothing")
             # Every memory the plan read to decide: what it changes, what a new summary
             # quotes, and both ends of every link (the newer fact a "supersedes" starts from).
-            new_summaries = {summary.key for summary in plan.summaries}
+            created = {new.key for new in plan.created}
             touched = (
                 set(plan.updates)
-                | {s for summary in plan.summaries for s in summary.sources}
-                | {end for link in plan.links for end in (link.src, link.dst) if end not in new_summaries}
+                | {s for new in plan.created for s in new.sources}
+                | {end for link in plan.links for end in (link.src, link.dst) if end not in created}
             )
             self._check_unchanged(conn, touched, snapshot.updated_at)
             active_before = _active(conn)
@@ -153,20 +153,20 @@ class SleepStore:
                 )
                 if _PLACES & set(columns):
                     moved.note(conn, memory_id)
-            for summary in plan.summaries:
-                memory_id = new_ids[summary.key]
+            for new in plan.created:
+                memory_id = new_ids[new.key]
+                content = contents.get(new.key, new.content)
+                about = {"episode": new.episode_id, "label": new.label} if new.kind == "summary" else {}
                 self._store._insert_one(conn, NewMemory(
-                    id=memory_id, session_id=summary.session_id, scope=summary.scope,
-                    content=contents.get(summary.key, summary.content), content_hash=_hash(contents.get(
-                        summary.key, summary.content)),
-                    source="sleep", importance=summary.importance,
-                    metadata={"episode": summary.episode_id, "label": summary.label,
-                              "sources": len(summary.sources), "sleep_run": run_id},
-                    created_at=summary.created_at, recorded_at=now, kind="summary",
+                    id=memory_id, session_id=new.session_id, scope=new.scope,
+                    content=content, content_hash=_hash(content), source="sleep", importance=new.importance,
+                    metadata={**about, "sources": len(new.sources), "sleep_run": run_id},
+                    created_at=new.created_at, recorded_at=now, kind=new.kind,
                 ), "sleep")
                 conn.execute(
-                    "UPDATE memories SET strength = ?, last_seen_at = ?, episode_id = ? WHERE id = ?",
-                    (summary.strength, summary.last_seen_at, summary.episode_id, memory_id),
+                    "UPDATE memories SET strength = ?, last_seen_at = ?, occurrences = ?, episode_id = ? "
+                    "WHERE id = ?",
+                    (new.strength, new.last_seen_at, new.occurrences, new.episode_id, memory_id),
                 )
                 undo["inserted"].append(memory_id)
                 moved.note(conn, memory_id)
@@ -184,7 +184,7 @@ class SleepStore:
                 [(now, dump_json({"run": run_id, "fields": sorted(c)}), i) for i, c in plan.updates.items()],
             )
             active_after = _active(conn)
-            changed = len(plan.updates) + len(plan.summaries)
+            changed = len(plan.updates) + len(plan.created)
             report = {**report, "active_before": active_before, "active_after": active_after,
                       "changed_rows": changed}
             conn.execute(
