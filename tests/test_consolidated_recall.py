@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.storage.base import Filters
 from mnemosyne.storage.sqlite import SQLiteStore
 from mnemosyne.testing import HashEmbedder
@@ -118,6 +119,35 @@ def test_new_text_for_a_kept_copy_brings_back_the_copies_it_stood_for(mem: Mnemo
 
     assert mem.get(copy).status == "active"
     assert mem.recall("deploy key vault")[0].id == copy
+
+
+def test_resaving_the_same_text_changes_nothing_that_stands_for_it(mem: Mnemosyne):
+    ids, summary = summarised_meeting(mem)
+    before = mem.get(summary).content
+
+    mem.update(ids[1], content=MEETING[1], importance=0.6)
+
+    assert mem.get(summary).content == before and mem.get(ids[1]).status == "consolidated"
+
+
+def test_a_kept_copy_given_another_value_brings_back_its_copies(mem: Mnemosyne):
+    kept = mem.remember("The replica database listens on port 5433.", allow_duplicate=True)
+    copy = mem.remember("The replica database listens on port 5433.", allow_duplicate=True)
+    assert mem.sleep().merged == 1
+
+    mem.update(kept, content="The replica database listens on port 6000.")  # one number: not the same
+
+    assert mem.get(copy).status == "active"
+
+
+def test_a_summary_made_to_stand_for_all_keeps_standing_for_all(mem: Mnemosyne):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(BUDGET)]
+    mem.sleep(policy=SleepPolicy(consolidate="all"))
+    assert {mem.get(i).status for i in ids} == {"consolidated"}
+
+    mem.forget(ids[0])
+
+    assert {mem.get(i).status for i in ids[1:]} == {"consolidated"}  # as that sleep decided
 
 
 def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from mnemosyne.core.consolidation import (
     represented,
 )
 from mnemosyne.core.fingerprint import content_hash
+from mnemosyne.core.summarise import summary_header, without_quotes_of
 from mnemosyne.testing import HashEmbedder
 
 NOW = 1_800_000_000.0
@@ -289,3 +291,26 @@ def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():
     assert not represented("鲍勃辞职了。", set())  # "Bob resigned.": one token, a whole sentence
     assert represented("好的", set()) and represented("ok", set())  # "OK"
     assert not represented("Bob resigned.", set())
+
+
+HEADER = summary_header("'ops (db): night'", 3, NOW, NOW + 600)  # a label may hold "): "
+
+
+@pytest.mark.parametrize(
+    ("body", "forgotten", "left"),
+    [
+        ("Booked the flight. ok Looking at hotels.", "ok", "Booked the flight. Looking at hotels."),
+        ("Booked the flight to Tokyo. The token sheet.", "ok", None),  # inside words: untouched
+        ("Wait… the password is hunter2. Deploy done.", "Wait… the password is hunter2.", "Deploy done."),
+        ("Deploy done. The password for the staging database is…", "The password for the staging database "
+         "is hunter2, rotated weekly.", "Deploy done."),  # cut short by the summary's budget
+        ("Deploy done. The password for the staging… Restarted.", "The password for the staging database "
+         "is hunter2.", "Deploy done. Restarted."),
+        ("Deploy done. Pass", "Password hunter2 works", "Deploy done."),  # cut by the length limit
+        ("Password hunter2 works.", "Password hunter2 works.", "(the events this summary quoted were forgotten)"),
+    ],
+)
+def test_forgetting_takes_whole_quoted_sentences_out_of_a_summary(body: str, forgotten: str, left: str | None):
+    summary = HEADER + body
+    expected = summary if left is None else left if left.startswith("(") else HEADER + left
+    assert without_quotes_of(summary, forgotten) == expected

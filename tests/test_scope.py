@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,9 @@ def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_o
 
         assert (report.merged, report.promoted) == (2, 1)
         (shared,) = c.recall("staging database password")
-        assert (shared.scope, shared.source, shared.metadata["sources"]) == ("global", "sleep", 2)
+        assert (shared.scope, shared.source, shared.kind) == ("global", "sleep", "fact")
         assert shared.id not in (mine, theirs) and "ticket" not in shared.metadata
+        assert shared.session_id not in ("a", "b")  # who held it stays private too
         assert a.recall("staging password")[0].id == shared.id
         assert b.get(mine) is None  # a's own row stays a's
         # Alike is not the same: a's extra word never reaches b.
@@ -102,3 +104,15 @@ def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_o
 
         assert a.get(mine).status == "active" and b.get(theirs).status == "active"  # ...not their own copies
         assert a.get(mine).metadata == {"ticket": "SEC-41"} and c.recall("staging password") == []
+        assert c.sleep().promoted == 0  # and what was forgotten is not shared again
+        assert c.recall("staging password") == []
+
+
+def test_a_note_that_expires_is_not_shared_beyond_its_sessions(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b:
+        for agent in (a, b):
+            agent.remember("The guest wifi password this week is tulip-42.", valid_until=time.time() + 3600)
+        assert a.sleep().promoted == 0
+        assert len(a.recall("guest wifi password")) == len(b.recall("guest wifi password")) == 1

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from . import background
-from .core.consolidation import Plan, SleepPolicy, plan_consolidation
+from .core.consolidation import Plan, SleepPolicy, consolidation_rule, plan_consolidation
 from .core.ids import new_id
-from .core.summarise import _cut
+from .core.summarise import _cut, split_header
 from .core.timeutil import from_timestamp
 from .core.validation import check_seconds, finite_number
 from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
@@ -85,7 +85,7 @@ def run_sleep(
             plan = plan_consolidation(
                 snapshot.records, started if now is None else now, policy, vectors=vecs,
                 summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
-                episode_labels=snapshot.labels,
+                episode_labels=snapshot.labels, unshared=snapshot.unshared,
             )
             check_stop()
             counts = _counts(plan)
@@ -104,7 +104,7 @@ def run_sleep(
             try:
                 applied = sleeper.apply(
                     plan, snapshot, run_id, holder, contents, new_ids,
-                    {**counts, "summariser_fallbacks": fallbacks}, started,
+                    {**counts, "summariser_fallbacks": fallbacks, "rule": consolidation_rule(policy)}, started,
                 )
             except ConflictError as exc:
                 # A memory was updated or forgotten while we planned: plan again.
@@ -131,7 +131,7 @@ def _summarise(
                 text = future.result(timeout=timeout)
                 if not isinstance(text, str) or not text.strip():
                     raise ValueError("the summariser returned no text")
-                header = summary.content.split("): ", 1)[0] + "): "
+                header, _ = split_header(summary.content)
                 contents[summary.key] = _cut(header + text.strip(), policy.summary_max_chars * 2)
             except FutureTimeout:
                 fallbacks += 1

@@ -22,11 +22,11 @@ order, each on what the previous ones left active:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -34,8 +34,9 @@ import numpy as np
 from ..errors import InvalidInputError
 from .dedup import DupRules, duplicate_groups, fact_key
 from .episodes import split_episodes
+from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
-from .summarise import extractive_summary
+from .summarise import extractive_summary, summary_header
 from .validation import finite_number, whole_number
 
 DAY = 86_400.0
@@ -124,6 +125,7 @@ class SleepPolicy:
         for name in ("promote_recurring", "supersede"):
             if not isinstance(getattr(self, name), (bool, np.bool_, int)) or getattr(self, name) not in (0, 1):
                 raise InvalidInputError(f"SleepPolicy.{name} must be True or False, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, bool(getattr(self, name)))
         if self.consolidate not in ("represented", "all"):
             raise InvalidInputError(
                 f"SleepPolicy.consolidate must be 'represented' or 'all', got {self.consolidate!r}"
@@ -131,6 +133,16 @@ class SleepPolicy:
 
 
 DEFAULT_POLICY = SleepPolicy()
+
+# The session of the memories sleep makes to share what several sessions hold: none
+# of theirs, so that no session's name is shown to the others.
+SHARED_SESSION = "mnemosyne:shared"
+
+
+def sharing_key(text: str) -> str:
+    """What two sessions' texts must share to be shared: the same words in the same
+    order (case and punctuation aside). A digest, as it outlives a forgotten text."""
+    return content_hash(" ".join(tokenize(text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,10 +199,13 @@ def plan_consolidation(
     summarised: Collection[str] = (),
     open_episodes: Mapping[str, float] | None = None,
     episode_labels: Mapping[str, str] | None = None,
+    unshared: Collection[str] = (),
 ) -> Plan:
     """Decide what one sleep changes; pure and deterministic.
 
     ``memories``: every stored memory (only ``active`` ones are acted on).
+    ``unshared``: :func:`sharing_key` of shared memories that were forgotten: their
+    sessions' copies are not shared again.
     ``vectors``: optional embedding per memory id for the near-duplicate rule.
     ``summarised``: ids already linked from a summary (never summarised twice).
     ``open_episodes``: explicit episodes whose ``with`` block has not ended, with
@@ -246,20 +261,23 @@ def plan_consolidation(
     # never into one session's own row made global, which would hand its source,
     # metadata and the right to edit it over.
     candidates = [m for m in live() if m.kind != "summary"]
-    words: dict[int, list[str]] = {}
+    sharing_keys: dict[int, str] = {}
 
-    def same_words(i: int, j: int) -> bool:  # the same words in the same order; stops and case aside
-        for k in (i, j):
-            if k not in words:
-                words[k] = tokenize(candidates[k].content)
-        return words[i] == words[j]
+    def shared_as(i: int) -> str:
+        if i not in sharing_keys:
+            sharing_keys[i] = sharing_key(candidates[i].content)
+        return sharing_keys[i]
 
     def compatible(anchor: int, item: int) -> bool:
         a, b = candidates[anchor], candidates[item]
         if a.session_id == b.session_id:
             return True
-        shared = a.scope == "global" or b.scope == "global" or policy.promote_recurring
-        return shared and same_words(anchor, item)
+        if a.valid_until is not None or b.valid_until is not None:
+            return False  # a copy in another's keeping could outlive its valid_until
+        to_share = a.scope != "global" and b.scope != "global"  # a new shared memory would hold them
+        if to_share and (not policy.promote_recurring or shared_as(anchor) in unshared):
+            return False
+        return shared_as(anchor) == shared_as(item)
 
     groups = duplicate_groups(
         [m.id for m in candidates], [m.content_hash for m in candidates],
@@ -275,15 +293,10 @@ def plan_consolidation(
             "created_at": min(m.created_at for m in members),
         }
         kept = next((m for m in members if m.scope == "global"), None)  # visible to every session
-        if kept is not None:
-            keeper = kept.id
-        elif len({m.session_id for m in members}) == 1:
-            keeper = members[0].id
-        else:
+        if kept is None and len({m.session_id for m in members}) > 1:
             keeper = f"shared:{members[0].id}"
-        if keeper.startswith("shared:"):
             plan.created.append(NewRecord(
-                key=keeper, kind="fact", session_id=members[0].session_id, scope="global",
+                key=keeper, kind="fact", session_id=SHARED_SESSION, scope="global",
                 content=members[0].content, importance=summed["importance"], created_at=summed["created_at"],
                 last_seen_at=summed["last_seen_at"], occurrences=summed["occurrences"],
                 strength=strength(Record(**{**_fields(members[0]), **summed}), now, policy),
@@ -291,7 +304,8 @@ def plan_consolidation(
             ))
             plan.counts["promoted"] += 1
         else:
-            canonical = state[keeper]
+            canonical = kept or members[0]
+            keeper = canonical.id
             plan.set(keeper, **{k: v for k, v in summed.items() if getattr(canonical, k) != v})
         for m in members:
             if m.id != keeper:
@@ -374,7 +388,7 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
              value: Any) -> NewRecord:
     start, end = members[0].created_at, members[-1].created_at
     name = f"'{label}'" if label else "episode"
-    header = f"Summary of {name} ({len(members)} events, {_when(start)} to {_when(end)}): "
+    header = summary_header(name, len(members), start, end)
     texts = tuple(m.content for m in members)
     extract = extractive_summary(texts, header, policy.summary_max_chars, policy.summary_max_sentences)
     importance = max(value(m, "importance") for m in members)
@@ -388,6 +402,19 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
         strength=strength(record, now, policy), episode_id=key,
         sources=tuple(m.id for m in members), source_texts=texts, label=label,
     )
+
+
+def consolidation_rule(policy: SleepPolicy) -> dict[str, Any]:
+    """The fields of ``policy`` that decide which sources a summary stands for, kept
+    with each sleep run: a summary shortened later is judged by its own run's rule."""
+    return {name: getattr(policy, name) for name in ("consolidate", "represented_fraction", "min_info_words")}
+
+
+def still_stands_for(source: str, summary_words: Collection[str], rule: Mapping[str, Any] | None) -> bool:
+    """Whether a summary, now holding ``summary_words``, still stands for ``source``
+    under ``rule`` (a :func:`consolidation_rule`; the defaults if None)."""
+    policy = DEFAULT_POLICY if rule is None else dataclasses.replace(DEFAULT_POLICY, **rule)
+    return policy.consolidate == "all" or represented(source, summary_words, policy)
 
 
 def represented(content: str, summary_words: Collection[str], policy: SleepPolicy = DEFAULT_POLICY) -> bool:
@@ -407,10 +434,6 @@ def _information(token: str) -> int:
     """How many words ``token`` counts for: one, or about one per two characters of
     a script without spaces ("鲍勃辞职了", "Bob resigned", is one token)."""
     return max(1, len(token) // 2) if _UNSPACED.search(token) else 1
-
-
-def _when(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
 def _fields(m: Record) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
+from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
 from .validation import finite_number, whole_number
 
@@ -129,6 +130,14 @@ def duplicate_groups(
         for word in head:
             postings[word].append(i)
     return [group for group in members.values() if len(group) > 1]
+
+
+def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
+    """Whether sleep's word rule would merge ``copy`` into ``kept`` (vectors aside)."""
+    if content_hash(kept) == content_hash(copy):
+        return True
+    a, b = word_set(kept), word_set(copy)
+    return len(b) >= rules.min_tokens and values(a) == values(b) and _lexical_duplicate(a, b, rules)
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from .lexical import STOPWORDS, tokenize
 
@@ -77,6 +78,26 @@ def extractive_summary(
     return Extract(text=(header + body)[:max_chars], quoted=tuple(sorted({s for s, _, _ in chosen})))
 
 
+def summary_header(name: str, events: int, start: float, end: float) -> str:
+    """What a summary's text starts with: what it condenses, how much and when (UTC)."""
+    return f"Summary of {name} ({events} events, {_minute(start)} to {_minute(end)}): "
+
+
+def _minute(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+# summary_header's shape. Non-greedy up to the dated part, so an episode label holding
+# "): " stays in the header.
+_HEADER = re.compile(r"Summary of .*? \(\d+ events, [\d-]+ [\d:]+ to [\d-]+ [\d:]+\): ", re.DOTALL)
+
+
+def split_header(summary: str) -> tuple[str, str]:
+    """``summary`` as (its header, what follows); the header is "" if it has none."""
+    match = _HEADER.match(summary)
+    return (summary[: match.end()], summary[match.end():]) if match else ("", summary)
+
+
 def without_quotes_of(summary: str, forgotten: str) -> str:
     """``summary`` with every sentence quoted from ``forgotten`` taken out: whole
     sentences only, so forgetting "ok" leaves "Booked" and "token" intact. A quote
@@ -85,42 +106,41 @@ def without_quotes_of(summary: str, forgotten: str) -> str:
     >>> without_quotes_of("ops: Deploy started. Password is hunter2. Deploy done.", "Password is hunter2.")
     'ops: Deploy started. Deploy done.'
     """
-    head, colon, body = summary.partition("): ")
-    head, body = (head + colon, body) if colon else ("", summary)
+    header, body = split_header(summary)
     gone = split_sentences(forgotten)
-    pieces = [piece.strip() for piece in _PIECE_END.split(body) if piece.strip()]
-    kept = [
-        _without_leading(piece, gone) for position, piece in enumerate(pieces)
-        if not _quoted_from(piece, gone, last=position == len(pieces) - 1)
-    ]
+    pieces = split_sentences(body)
+    last = len(pieces) - 1
+    kept = [rest for i, piece in enumerate(pieces) if (rest := _without_quotes(piece, gone, i == last))]
     if kept == pieces:
         return summary
     if not any(ch.isalnum() for piece in kept for ch in piece):
         return "(the events this summary quoted were forgotten)"
-    return head + " ".join(kept)
+    return header + " ".join(kept)
 
 
-# Where a summary's quoted sentences meet: after a sentence's end or a cut-short "…".
-_PIECE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
-
-
-def _without_leading(piece: str, sentences: Sequence[str]) -> str:
-    """``piece`` without the quoted sentences it starts with: a quote with no final
-    stop ("sounds good") runs into the next one when the summary joins them."""
+def _without_quotes(piece: str, sentences: Sequence[str], last: bool) -> str:
+    """What is left of ``piece`` (one sentence of a summary) once the quotes of
+    ``sentences`` it starts with are taken out. Joining can run quotes together: one
+    with no final stop ("sounds good") into the next, or one cut short by ``_cut``
+    ("A long sentence th… Next one."). As the summary's last piece, a quote may also
+    be cut by its length limit, with no mark at all."""
     for sentence in sentences:
+        if piece == sentence:
+            return ""
         if piece.startswith(sentence + " "):
-            return _without_leading(piece[len(sentence) + 1:], sentences)
+            return _without_quotes(piece[len(sentence) + 1:], sentences, last)
+        stem, mark, rest = piece.partition("… ")
+        if mark and len(stem) >= _CUT_AT_LEAST and sentence.startswith(stem) and sentence != stem + "…":
+            return _without_quotes(rest, sentences, last)
+    cut = piece.removesuffix("…")
+    if (last or cut != piece) and cut and any(s.startswith(cut) for s in sentences):
+        return ""
     return piece
 
 
-def _quoted_from(piece: str, sentences: Sequence[str], last: bool) -> bool:
-    """``piece`` is one of ``sentences``, or the start of one cut short: by ``_cut``
-    (ending "…") or, as the summary's last piece, by its length limit."""
-    if piece in sentences:
-        return True
-    cut = piece.endswith("…") or (last and not piece.endswith((".", "!", "?")))
-    stem = piece.removesuffix("…").rstrip()
-    return cut and bool(stem) and any(sentence.startswith(stem) for sentence in sentences)
+# _cut shortens only a sentence longer than a summary's whole budget, so a quote
+# cut short is long: a shorter "Well… " is a sentence's own pause, not a cut.
+_CUT_AT_LEAST = 20
 
 
 def _cut(text: str, limit: int) -> str:

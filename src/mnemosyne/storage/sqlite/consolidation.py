@@ -47,6 +47,7 @@ class Snapshot:
     summarised: set[str]
     open_episodes: dict[str, float]  # id -> when it was last written to
     labels: dict[str, str]
+    unshared: set[str]  # sharing keys of shared memories forgotten
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ class Applied:
     changed_rows: int
     active_before: int
     active_after: int
-    summary_ids: dict[str, str] = field(default_factory=dict)
+    created_ids: dict[str, str] = field(default_factory=dict)  # plan key -> new memory id
 
 
 class SleepStore:
@@ -97,6 +98,9 @@ class SleepStore:
             summarised = {r[0] for r in conn.execute(
                 "SELECT dst_id FROM memory_links WHERE kind = 'summarises'")}
             episodes = conn.execute("SELECT id, label, ended_at FROM episodes").fetchall()
+            unshared = {r[0] for r in conn.execute(
+                "SELECT json_extract(detail, '$.unshared') FROM audit_log "
+                "WHERE op = 'forget' AND json_extract(detail, '$.unshared') IS NOT NULL")}
             # When each open episode was last written to: the planner treats one
             # silent for long as left open by a process that died.
             open_episodes = dict(conn.execute(
@@ -112,6 +116,7 @@ class SleepStore:
             summarised=summarised,
             open_episodes=open_episodes,
             labels={row["id"]: row["label"] for row in episodes},
+            unshared=unshared,
         )
 
     # -- applying -------------------------------------------------------------------
@@ -156,11 +161,13 @@ class SleepStore:
             for new in plan.created:
                 memory_id = new_ids[new.key]
                 content = contents.get(new.key, new.content)
-                about = {"episode": new.episode_id, "label": new.label} if new.kind == "summary" else {}
+                # A summary's sources are fixed; a shared memory's grow as repeats join it.
+                about = ({"episode": new.episode_id, "label": new.label, "sources": len(new.sources)}
+                         if new.kind == "summary" else {})
                 self._store._insert_one(conn, NewMemory(
                     id=memory_id, session_id=new.session_id, scope=new.scope,
                     content=content, content_hash=_hash(content), source="sleep", importance=new.importance,
-                    metadata={**about, "sources": len(new.sources), "sleep_run": run_id},
+                    metadata={**about, "sleep_run": run_id},
                     created_at=new.created_at, recorded_at=now, kind=new.kind,
                 ), "sleep")
                 conn.execute(

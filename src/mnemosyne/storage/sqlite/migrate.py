@@ -28,27 +28,31 @@ def migrate(db: Database) -> Path | None:
         current = schema_version(conn)
     if current > LATEST_VERSION:
         raise SchemaVersionError(db.path, current, LATEST_VERSION)
-    if current == LATEST_VERSION:
-        _verify_checksums(db)
-        return None
+    safety_copy = None
+    if current < LATEST_VERSION:
+        # One write transaction for the copy and every step: processes opening an old
+        # database together queue here, and only the first finds work left to do, so
+        # it alone copies the database aside. A crash mid-upgrade rolls back whole.
+        with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
+            current = schema_version(conn)
+            if current > LATEST_VERSION:  # a newer build upgraded it while we waited
+                raise SchemaVersionError(db.path, current, LATEST_VERSION)
+            if current < LATEST_VERSION:
+                safety_copy = _upgrade(db, conn, current)
+    _verify_checksums(db)
+    return safety_copy
 
-    # One write transaction for the copy and every step: processes opening an old
-    # database together queue here, and only the first finds work left to do, so it
-    # alone copies the database aside. A crash mid-upgrade rolls back to `current`.
-    with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
-        current = schema_version(conn)
-        if current > LATEST_VERSION:  # a newer build upgraded it while we waited
-            raise SchemaVersionError(db.path, current, LATEST_VERSION)
-        if current == LATEST_VERSION:
-            return None
-        safety_copy = None
-        if current > 0:
-            name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
-            safety_copy = db.path.with_name(name)
-            _copy_aside(db.path, safety_copy)
-        for migration in MIGRATIONS:
-            if migration.version > current:
-                _apply(conn, migration)
+
+def _upgrade(db: Database, conn: sqlite3.Connection, current: int) -> Path | None:
+    """Copy the database aside if it holds a schema, then apply every later migration."""
+    safety_copy = None
+    if current > 0:
+        name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
+        safety_copy = db.path.with_name(name)
+        _copy_aside(db.path, safety_copy)
+    for migration in MIGRATIONS:
+        if migration.version > current:
+            _apply(conn, migration)
     return safety_copy
 
 

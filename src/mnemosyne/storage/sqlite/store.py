@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.consolidation import represented
+from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
+from ...core.dedup import same_by_words
 from ...core.fingerprint import content_hash
 from ...core.lexical import tokenize
 from ...core.signature import same_embedder
@@ -138,7 +139,8 @@ class SQLiteStore(VectorRows):
         values = {k: dump_json(v) if k == "metadata" else v for k, v in changes.items()}
         with self._db.write("update a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
-            if "content" in values and row["status"] == "consolidated" and "status" not in values:
+            new_text = "content" in values and values["content"] != row["content"]
+            if new_text and row["status"] == "consolidated" and "status" not in values:
                 # What stood for it says the old text: recall must find the new one.
                 values["status"] = "active"
             if values:
@@ -154,7 +156,7 @@ class SQLiteStore(VectorRows):
                     conn.execute(
                         "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (row["seq"], encode_vector(vector))
                     )
-            if "content" in values:
+            if new_text:
                 reason = f"the text of {memory_id} changed"
                 # Summaries quoted the old text; what this memory stood for, it may no longer say.
                 self._unquote(conn, memory_id, row["content"], reason)
@@ -181,7 +183,10 @@ class SQLiteStore(VectorRows):
             # Neighbours' windows held this text: rewrite them so it is gone everywhere.
             refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
                              was_global=row["scope"] == "global")
-            audit(conn, "forget", memory_id, row["session_id"], {"hash": row["content_hash"]})
+            tombstone = {"hash": row["content_hash"]}
+            if row["session_id"] == SHARED_SESSION:  # a shared memory: sleep must not share it again
+                tombstone["unshared"] = sharing_key(row["content"])
+            audit(conn, "forget", memory_id, row["session_id"], tombstone)
 
     def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str, reason: str) -> None:
         """Summaries that quote ``content``, the old text of ``memory_id``, stop quoting it."""
@@ -209,17 +214,25 @@ class SQLiteStore(VectorRows):
         self._reinstate_uncovered(conn, summary_id, cleaned, reason)
 
     def _reinstate_uncovered(self, conn: sqlite3.Connection, representative: str, text: str, reason: str) -> None:
-        """Make active again the memories ``representative`` stood for that its new
-        ``text`` no longer says, as sleep would not have consolidated them behind it."""
+        """Make active again the memories ``representative`` stood for and, saying
+        ``text`` now, would not stand for if sleep ran again: sources a summary no
+        longer says (by the rule of the sleep that made it), copies that are no
+        longer the same words as the kept one."""
         words = set(tokenize(text))
         rows = conn.execute(
-            "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+            "SELECT m.id, m.session_id, m.content, l.kind, r.report FROM memory_links AS l "
+            "JOIN memories AS m ON m.id = l.dst_id LEFT JOIN sleep_runs AS r ON r.id = l.run_id "
             "WHERE l.src_id = ? AND l.kind IN ('summarises', 'merges') AND m.status = 'consolidated'",
             (representative,),
         ).fetchall()
         now = time.time()
         for row in rows:
-            if not represented(row["content"], words):
+            if row["kind"] == "merges":
+                stands_for = same_by_words(text, row["content"])
+            else:
+                rule = json.loads(row["report"]).get("rule") if row["report"] else None
+                stands_for = still_stands_for(row["content"], words, rule)
+            if not stands_for:
                 conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (now, row["id"]))
                 audit(conn, "update", row["id"], row["session_id"], {"fields": ["status"], "reason": reason})
 
