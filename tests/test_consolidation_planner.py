@@ -259,6 +259,16 @@ def test_sessions_share_only_exact_repeats_and_never_each_others_rows():
     assert plan.created == [] and "scope" not in plan.updates.get("m0003", {})
 
 
+def test_shared_memories_of_alike_texts_stay_apart_and_a_second_plan_is_empty():
+    alike = ["The staging database runs on port 5433 in eu-west",
+             "The staging database runs on port 5433 in eu-west now"]
+    records = [record(i, alike[i // 2], NOW - 5 * DAY + i * 60, session=f"s{i}") for i in range(4)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert sorted(new.content for new in plan.created) == alike  # one per text, as each pair repeats it
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10)).empty
+
+
 def test_only_represented_sources_leave_default_recall_unless_told_all():
     texts = ["Deploy of the billing service started at noon.", "Deploy of the billing service went fine.",
              "Thanks!", "Billing service deploy finished, dashboards green.",

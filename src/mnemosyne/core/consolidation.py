@@ -270,7 +270,7 @@ def plan_consolidation(
 
     def compatible(anchor: int, item: int) -> bool:
         a, b = candidates[anchor], candidates[item]
-        if a.session_id == b.session_id:
+        if a.session_id == b.session_id != SHARED_SESSION:  # shared ones came from several sessions
             return True
         if a.valid_until is not None or b.valid_until is not None:
             return False  # a copy in another's keeping could outlive its valid_until
