@@ -150,6 +150,21 @@ def test_a_summary_made_to_stand_for_all_keeps_standing_for_all(mem: Mnemosyne):
     assert {mem.get(i).status for i in ids[1:]} == {"consolidated"}  # as that sleep decided
 
 
+def test_only_what_still_stands_for_a_memory_keeps_it_out_of_recall(mem: Mnemosyne):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(BUDGET)]
+    mem.sleep(policy=SleepPolicy(summary_max_sentences=1))
+    left_out = [i for i in ids if mem.get(i).status == "active"]  # the summary does not say it...
+    assert left_out
+    kept = mem.remember(mem.get(left_out[0]).content, allow_duplicate=True, created_at=OLD - 60)
+    mem.sleep()  # ...and an earlier copy of it now stands for it
+    assert mem.get(left_out[0]).status == "consolidated"
+
+    mem.forget(kept)
+
+    # Still linked from the summary, which does not say it: it is back in recall.
+    assert mem.get(left_out[0]).status == "active"
+
+
 def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne):
     old = mem.remember("The staging port is 8080.", created_at=OLD)
     new = mem.remember("The staging port is 8443.", created_at=OLD + DAY)

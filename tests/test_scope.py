@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import MemoryNotFoundError, Mnemosyne
+from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
 
 
 @pytest.fixture
@@ -116,3 +116,30 @@ def test_a_note_that_expires_is_not_shared_beyond_its_sessions(tmp_path: Path):
             agent.remember("The guest wifi password this week is tulip-42.", valid_until=time.time() + 3600)
         assert a.sleep().promoted == 0
         assert len(a.recall("guest wifi password")) == len(b.recall("guest wifi password")) == 1
+
+
+def test_a_shared_memory_lasts_while_two_sessions_hold_its_text(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    text = "The staging database password is kept in vault path ops/staging."
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
+        copies = {agent: agent.remember(text) for agent in (a, b, c)}
+        c.sleep()
+        (shared,) = c.recall("staging password vault")
+        assert shared.session_id == "mnemosyne:shared"
+
+        a.forget(copies[a])
+        assert c.recall("staging password vault")[0].id == shared.id  # b and c still hold it
+        b.update(copies[b], content="The staging database password is kept in vault path ops/prod.")
+
+        # Only c holds it now: it is c's own again, and no longer anyone else's to read.
+        assert c.get(shared.id) is None and b.get(copies[c]) is None
+        assert [m.id for m in c.recall("staging password vault")] == [copies[c]]
+        assert b.recall("vault path ops/prod")[0].id == copies[b]
+
+
+def test_no_agent_may_take_the_shared_memories_session(tmp_path: Path):
+    with pytest.raises(InvalidInputError, match="reserved"):
+        Mnemosyne(session_id="mnemosyne:shared", db_path=tmp_path / "m.db")
+    assert not (tmp_path / "m.db").exists()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.timeutil import from_timestamp
 from snapshots import snapshot
 
@@ -345,6 +346,25 @@ def test_forget_follows_the_links_after_import(slept: tuple[Path, Path], tmp_pat
     statuses = dict(outcomes[0][1])
     assert statuses["Bob objected that nested menus hurt accessibility for screen readers."] == "active"
     assert statuses["The staging database password rotates monthly."] == "active"
+
+
+def test_a_summary_keeps_its_sleeps_rule_after_import(tmp_path: Path):
+    db, export, fresh = tmp_path / "all.db", tmp_path / "all.jsonl", tmp_path / "fresh.db"
+    texts = ["The team discussed the new navigation bar layout for mobile screens.",
+             "Alice proposed a hamburger menu with three nested levels of links.",
+             "Bob objected that nested menus hurt accessibility for screen readers.",
+             "Photographer books the studio for product shots."]
+    with Mnemosyne(session_id="alpha", db_path=db) as mem:
+        ids = [mem.remember(text, created_at=NOW - 5 * DAY + i * 60) for i, text in enumerate(texts)]
+        mem.sleep(policy=SleepPolicy(consolidate="all", summary_max_sentences=1))
+        mem.export_jsonl(export)
+    with Mnemosyne(session_id="alpha", db_path=fresh) as mem:
+        mem.import_jsonl(export)
+        quoted = next(i for i in ids if mem.get(i).content in next(
+            m for m in mem.recall("navigation menu", include_consolidated=True) if m.kind == "summary").content)
+        mem.forget(quoted)
+        # "all" made the summary stand for every event, quoted or not: it still does.
+        assert {mem.get(i).status for i in ids if i != quoted} == {"consolidated"}
 
 
 def test_an_older_export_does_not_bring_back_what_was_forgotten(slept: tuple[Path, Path], tmp_path: Path):

@@ -16,7 +16,7 @@ import numpy as np
 from . import embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
 from .consolidate import SleepMixin
-from .core.consolidation import SleepPolicy
+from .core.consolidation import SHARED_SESSION, SleepPolicy
 from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
@@ -98,6 +98,11 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         # Every argument is checked before the database is opened: a refused one must
         # not leave a new file, new folders or a migrated schema behind.
         self.session_id = check_label(session_id, "session_id")
+        if self.session_id == SHARED_SESSION:
+            raise InvalidInputError(
+                f"session_id {SHARED_SESSION!r} is reserved: it holds the memories sleep shares between "
+                "sessions; choose another name"
+            )
         self.dedupe_window = check_seconds(dedupe_window, "dedupe_window")
         busy_timeout = check_seconds(busy_timeout, "busy_timeout")
         gap = self._check_episode_gap(episode_gap)

@@ -162,8 +162,8 @@ class SleepStore:
                 memory_id = new_ids[new.key]
                 content = contents.get(new.key, new.content)
                 # A summary's sources are fixed; a shared memory's grow as repeats join it.
-                about = ({"episode": new.episode_id, "label": new.label, "sources": len(new.sources)}
-                         if new.kind == "summary" else {})
+                about = ({"episode": new.episode_id, "label": new.label, "sources": len(new.sources),
+                          "rule": report["rule"]} if new.kind == "summary" else {})
                 self._store._insert_one(conn, NewMemory(
                     id=memory_id, session_id=new.session_id, scope=new.scope,
                     content=content, content_hash=_hash(content), source="sleep", importance=new.importance,
@@ -292,7 +292,7 @@ def _refuse_if_changed_since(conn: sqlite3.Connection, run_id: str, finished_at:
         raise InvalidInputError(
             f"sleep run {run_id!r} was not undone: {len(changed)} memories it wrote were edited or "
             f"forgotten since ({shown}), and undoing it would silently revert that; nothing was "
-            "changed. Edit or forget its summaries one by one instead"
+            "changed. Edit or forget the memories it made one by one instead"
         )
 
 

@@ -1,9 +1,10 @@
 """Numbered schema migrations, applied automatically when a database is opened.
 
 The pending ones run in one transaction (see ``migrate``), and each records its
-checksum, so an edited migration is detected instead of silently diverging. Migrations are append-only:
-never change a released one, add the next number. ``tests/fixtures/`` keeps a
-database made by every released schema, and a test opens each with today's code.
+checksum, so an edited migration is detected instead of silently diverging.
+Migrations are append-only: never change a released one, add the next number.
+``tests/fixtures/`` keeps a database made by every released schema, and a test
+opens each with today's code.
 """
 
 from __future__ import annotations

@@ -13,12 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
-from ...core.dedup import same_by_words
-from ...core.fingerprint import content_hash
-from ...core.lexical import tokenize
+from ...core.consolidation import SHARED_SESSION, sharing_key
 from ...core.signature import same_embedder
-from ...core.summarise import without_quotes_of
 from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
 from ...models import Memory
 from ..base import Filters, NewMemory, Store
@@ -29,6 +25,14 @@ from .derived import present
 from .idempotency import existing_id, for_key, stored_hashes
 from .migrate import migrate, schema_version
 from .rows import audit, dump_json, row_to_memory, select_in
+from .standing import (
+    held_by_one_session_at_most,
+    originals_of,
+    reinstate,
+    sharing_memories_of,
+    unquote,
+    unquote_summary,
+)
 from .vector_index import VectorIndex, encode_vector
 from .vector_rows import VectorRows
 
@@ -143,6 +147,7 @@ class SQLiteStore(VectorRows):
             if new_text and row["status"] == "consolidated" and "status" not in values:
                 # What stood for it says the old text: recall must find the new one.
                 values["status"] = "active"
+            sharing = sharing_memories_of(conn, memory_id) if new_text else []
             if values:
                 assignments = ", ".join(f"{column} = ?" for column in values)
                 conn.execute(
@@ -159,8 +164,9 @@ class SQLiteStore(VectorRows):
             if new_text:
                 reason = f"the text of {memory_id} changed"
                 # Summaries quoted the old text; what this memory stood for, it may no longer say.
-                self._unquote(conn, memory_id, row["content"], reason)
-                self._reinstate_uncovered(conn, memory_id, values["content"], reason)
+                unquote(conn, memory_id, row["content"], reason)
+                reinstate(conn, originals_of(conn, memory_id), reason)
+                self._dissolve_unheld(conn, sharing)
             if "content" in values or "scope" in values:  # the text, or whose windows hold it
                 refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
                                  was_global=row["scope"] == "global")
@@ -172,89 +178,43 @@ class SQLiteStore(VectorRows):
     def delete(self, memory_id: str, viewer_session: str) -> None:
         """Remove a visible memory from the table and every index; leave a tombstone."""
         with self._db.write("forget a memory") as conn:
-            row = self._visible_row(conn, memory_id, viewer_session)
-            self._unquote(conn, memory_id, row["content"], f"forgot quoted memory {memory_id}")
-            represented = [r[0] for r in conn.execute(
-                "SELECT dst_id FROM memory_links WHERE src_id = ? AND kind IN ('summarises', 'merges')",
-                (memory_id,),
-            )]
-            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
-            self._reinstate(conn, represented, memory_id)
-            # Neighbours' windows held this text: rewrite them so it is gone everywhere.
-            refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
-                             was_global=row["scope"] == "global")
-            tombstone = {"hash": row["content_hash"]}
-            if row["session_id"] == SHARED_SESSION:  # a shared memory: sleep must not share it again
-                tombstone["unshared"] = sharing_key(row["content"])
-            audit(conn, "forget", memory_id, row["session_id"], tombstone)
+            self._forget(conn, self._visible_row(conn, memory_id, viewer_session), unshare=True)
 
-    def _unquote(self, conn: sqlite3.Connection, memory_id: str, content: str, reason: str) -> None:
-        """Summaries that quote ``content``, the old text of ``memory_id``, stop quoting it."""
-        summaries = conn.execute(
-            "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
-        ).fetchall()
-        for (summary_id,) in summaries:
-            self._unquote_summary(conn, summary_id, content, reason)
+    def _forget(self, conn: sqlite3.Connection, row: sqlite3.Row, unshare: bool) -> None:
+        """Delete ``row`` and keep what stood for it, or it for others, true.
 
-    def _unquote_summary(self, conn: sqlite3.Connection, summary_id: str, content: str, reason: str) -> None:
-        summary = conn.execute(  # a summary's text only: a link can name any memory
-            "SELECT seq, session_id, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
-        ).fetchone()
-        if summary is None:
-            return
-        cleaned = without_quotes_of(summary["content"], content)
-        if cleaned == summary["content"]:
-            return
-        conn.execute(
-            "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
-            (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
-        )
-        conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
-        audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
-        self._reinstate_uncovered(conn, summary_id, cleaned, reason)
-
-    def _reinstate_uncovered(self, conn: sqlite3.Connection, representative: str, text: str, reason: str) -> None:
-        """Make active again the memories ``representative`` stood for and, saying
-        ``text`` now, would not stand for if sleep ran again: sources a summary no
-        longer says (by the rule of the sleep that made it), copies that are no
-        longer the same words as the kept one."""
-        words = set(tokenize(text))
-        rows = conn.execute(
-            "SELECT m.id, m.session_id, m.content, l.kind, r.report FROM memory_links AS l "
-            "JOIN memories AS m ON m.id = l.dst_id LEFT JOIN sleep_runs AS r ON r.id = l.run_id "
-            "WHERE l.src_id = ? AND l.kind IN ('summarises', 'merges') AND m.status = 'consolidated'",
-            (representative,),
-        ).fetchall()
-        now = time.time()
-        for row in rows:
-            if row["kind"] == "merges":
-                stands_for = same_by_words(text, row["content"])
-            else:
-                rule = json.loads(row["report"]).get("rule") if row["report"] else None
-                stands_for = still_stands_for(row["content"], words, rule)
-            if not stands_for:
-                conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (now, row["id"]))
-                audit(conn, "update", row["id"], row["session_id"], {"fields": ["status"], "reason": reason})
-
-    def _reinstate(self, conn: sqlite3.Connection, memory_ids: Sequence[str], forgotten: str) -> None:
-        """Make active again the memories a forgotten summary or kept copy stood for,
-        unless another one still stands for them: condensing never makes a fact
-        unfindable, and forgetting the condensed form is not forgetting the facts.
-
-        Superseded memories stay superseded: a correction being forgotten does not
-        make the old value true again.
+        A forgotten shared memory takes with it the shared memories it had absorbed
+        (``unshare``: and sleep will not share its text again); its sessions' own
+        copies come back. A shared memory fewer than two sessions still hold is
+        dissolved the same way, but may be shared again.
         """
-        now = time.time()
-        for memory_id in memory_ids:
-            reinstated = conn.execute(
-                "UPDATE memories SET status = 'active', updated_at = ? WHERE id = ? AND status = 'consolidated' "
-                "AND NOT EXISTS (SELECT 1 FROM memory_links WHERE dst_id = ? AND kind IN ('summarises', 'merges'))",
-                (now, memory_id, memory_id),
-            )
-            if reinstated.rowcount:
-                session_id = conn.execute("SELECT session_id FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
-                audit(conn, "update", memory_id, session_id,
-                      {"fields": ["status"], "reason": f"what stood for it ({forgotten}) was forgotten"})
+        memory_id = row["id"]
+        reason = f"forgot {memory_id}"
+        unquote(conn, memory_id, row["content"], reason)
+        originals = originals_of(conn, memory_id)
+        sharing = sharing_memories_of(conn, memory_id)
+        conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
+        for original in originals:
+            absorbed = self._row(conn, original)
+            if absorbed is not None and absorbed["session_id"] == SHARED_SESSION:
+                self._forget(conn, absorbed, unshare)
+        reinstate(conn, originals, reason)
+        # Neighbours' windows held this text: rewrite them so it is gone everywhere.
+        refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
+                         was_global=row["scope"] == "global")
+        tombstone = {"hash": row["content_hash"]}
+        if unshare and row["session_id"] == SHARED_SESSION:  # sleep must not share it again
+            tombstone["unshared"] = sharing_key(row["content"])
+        audit(conn, "forget", memory_id, row["session_id"], tombstone)
+        self._dissolve_unheld(conn, sharing)
+
+    def _dissolve_unheld(self, conn: sqlite3.Connection, shared_ids: Iterable[str]) -> None:
+        """Forget the shared memories among ``shared_ids`` that fewer than two sessions
+        still hold: once one forgets its copy, the others' text is theirs alone again."""
+        for shared_id in shared_ids:
+            shared = self._row(conn, shared_id)
+            if shared is not None and held_by_one_session_at_most(conn, shared_id):
+                self._forget(conn, shared, unshare=False)
 
     def import_memories(
         self,
@@ -324,7 +284,7 @@ class SQLiteStore(VectorRows):
                 [{k: v for k, v in link.items() if k != "where"} for link in links],
             )
             for summary_id, gone in unquote:  # once linked: what it no longer says comes back
-                self._unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
+                unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return added
@@ -596,12 +556,16 @@ class SQLiteStore(VectorRows):
     # -- helpers --------------------------------------------------------------------
 
     def _visible_row(self, conn: sqlite3.Connection, memory_id: str, viewer_session: str) -> sqlite3.Row:
-        row = conn.execute(
-            f"SELECT seq, {_COLUMNS} FROM memories WHERE id = ? AND (scope = 'global' OR session_id = ?)",
-            (memory_id, viewer_session),
-        ).fetchone()
-        if row is None:
+        row = self._row(conn, memory_id)
+        if row is None or not (row["scope"] == "global" or row["session_id"] == viewer_session):
             raise MemoryNotFoundError(memory_id, viewer_session)
+        return row
+
+    @staticmethod
+    def _row(conn: sqlite3.Connection, memory_id: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = conn.execute(
+            f"SELECT seq, {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
         return row
 
 

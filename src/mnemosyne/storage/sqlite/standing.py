@@ -1,0 +1,117 @@
+"""What stands for what after sleep, kept true as memories are edited and forgotten.
+
+Sleep leaves links: a summary ``summarises`` its episode's events, and a kept copy
+``merges`` the copies folded into it. An original is ``consolidated`` (out of default
+recall) only while something that stands for it still says what it says. So when a
+summary loses a quote, or a memory's text changes, the originals it stood for are
+judged again, by the rule that consolidated them, and made active where nothing
+stands for them any more.
+
+    unquote(conn, memory_id, old_text, "forgot quoted memory ...")
+    reinstate(conn, originals_of(conn, memory_id), "its text changed")
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+
+from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
+from ...core.dedup import same_by_words
+from ...core.fingerprint import content_hash
+from ...core.lexical import tokenize
+from ...core.summarise import without_quotes_of
+from .rows import audit
+
+_STANDING = "('summarises', 'merges')"
+
+
+def originals_of(conn: sqlite3.Connection, memory_id: str) -> list[str]:
+    """The memories ``memory_id`` summarises or merges."""
+    return [r[0] for r in conn.execute(
+        f"SELECT dst_id FROM memory_links WHERE src_id = ? AND kind IN {_STANDING}", (memory_id,))]
+
+
+def sharing_memories_of(conn: sqlite3.Connection, memory_id: str) -> list[str]:
+    """The memories sleep shared between sessions that hold ``memory_id`` as a copy."""
+    return [r[0] for r in conn.execute(
+        "SELECT l.src_id FROM memory_links AS l JOIN memories AS m ON m.id = l.src_id "
+        "WHERE l.dst_id = ? AND l.kind = 'merges' AND m.session_id = ?", (memory_id, SHARED_SESSION))]
+
+
+def held_by_one_session_at_most(conn: sqlite3.Connection, shared_id: str) -> bool:
+    """Whether fewer than two sessions still hold the text of shared memory ``shared_id``:
+    it was shared because several did."""
+    shared = conn.execute("SELECT content FROM memories WHERE id = ?", (shared_id,)).fetchone()
+    if shared is None:
+        return False
+    key = sharing_key(shared["content"])
+    copies = conn.execute(
+        "SELECT m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'merges'", (shared_id,)).fetchall()
+    return len({c["session_id"] for c in copies if sharing_key(c["content"]) == key}) < 2
+
+
+def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str) -> None:
+    """Summaries that quote ``old_text``, the text ``memory_id`` no longer has, stop
+    quoting it; what they then no longer say comes back."""
+    for (summary_id,) in conn.execute(
+        "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
+    ).fetchall():
+        unquote_summary(conn, summary_id, old_text, reason)
+
+
+def unquote_summary(conn: sqlite3.Connection, summary_id: str, old_text: str, reason: str) -> None:
+    summary = conn.execute(  # a summary's text only: a link can name any memory
+        "SELECT seq, session_id, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
+    ).fetchone()
+    if summary is None:
+        return
+    cleaned = without_quotes_of(summary["content"], old_text)
+    if cleaned == summary["content"]:
+        return
+    conn.execute(
+        "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
+        (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
+    )
+    conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
+    audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
+    reinstate(conn, originals_of(conn, summary_id), reason)
+
+
+def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) -> None:
+    """Make active again each consolidated memory among ``memory_ids`` that nothing
+    stands for any more: condensing never makes a fact unfindable.
+
+    Superseded memories stay superseded: a correction being forgotten does not make
+    the old value true again.
+    """
+    now = time.time()
+    for memory_id in memory_ids:
+        original = conn.execute(
+            "SELECT session_id, content FROM memories WHERE id = ? AND status = 'consolidated'", (memory_id,)
+        ).fetchone()
+        if original is None:
+            continue
+        standing = conn.execute(
+            f"SELECT l.kind, m.session_id, m.content, m.metadata FROM memory_links AS l "
+            f"JOIN memories AS m ON m.id = l.src_id WHERE l.dst_id = ? AND l.kind IN {_STANDING}",
+            (memory_id,),
+        ).fetchall()
+        if not any(_stands_for(link, original) for link in standing):
+            conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (now, memory_id))
+            audit(conn, "update", memory_id, original["session_id"], {"fields": ["status"], "reason": reason})
+
+
+def _stands_for(representative: sqlite3.Row, original: sqlite3.Row) -> bool:
+    """Whether ``representative``, as it reads now, is what sleep would still fold
+    ``original`` into: the same words for a copy (the very same, across sessions),
+    or a summary saying it by the rule of the sleep that made it."""
+    if representative["kind"] == "merges":
+        if representative["session_id"] != original["session_id"]:  # a shared or global copy
+            return sharing_key(representative["content"]) == sharing_key(original["content"])
+        return same_by_words(representative["content"], original["content"])
+    rule = json.loads(representative["metadata"]).get("rule")
+    return still_stands_for(original["content"], set(tokenize(representative["content"])), rule)
