@@ -80,7 +80,8 @@ class EpisodicMixin:
         """A session's events (default: this one) in the order they happened.
 
         Originals that sleep consolidated, superseded or expired are included: the
-        timeline is the history, not the current view. Another session's events are shown only if global.
+        timeline is the history, not the current view. Another session's events are
+        shown only if global.
 
         >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
         """

@@ -204,12 +204,12 @@ def plan_consolidation(
     """Decide what one sleep changes; pure and deterministic.
 
     ``memories``: every stored memory (only ``active`` ones are acted on).
-    ``unshared``: :func:`sharing_key` of shared memories that were forgotten: their
-    sessions' copies are not shared again.
     ``vectors``: optional embedding per memory id for the near-duplicate rule.
     ``summarised``: ids already linked from a summary (never summarised twice).
     ``open_episodes``: explicit episodes whose ``with`` block has not ended, with
     when each was last written to (its start, if never).
+    ``unshared``: :func:`sharing_key` of shared memories that were forgotten: their
+    sessions' copies are not shared again.
 
     >>> plan = plan_consolidation(records, now=time.time())
     >>> plan.counts["merged"], len(plan.created)
@@ -404,16 +404,25 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
     )
 
 
+_RULE_FIELDS = ("consolidate", "represented_fraction", "min_info_words")
+
+
 def consolidation_rule(policy: SleepPolicy) -> dict[str, Any]:
     """The fields of ``policy`` that decide which sources a summary stands for, kept
-    with each sleep run: a summary shortened later is judged by its own run's rule."""
-    return {name: getattr(policy, name) for name in ("consolidate", "represented_fraction", "min_info_words")}
+    in each summary's metadata: shortened later, it is judged by its own sleep's rule."""
+    return {name: getattr(policy, name) for name in _RULE_FIELDS}
 
 
-def still_stands_for(source: str, summary_words: Collection[str], rule: Mapping[str, Any] | None) -> bool:
+def still_stands_for(source: str, summary_words: Collection[str], rule: object) -> bool:
     """Whether a summary, now holding ``summary_words``, still stands for ``source``
-    under ``rule`` (a :func:`consolidation_rule`; the defaults if None)."""
-    policy = DEFAULT_POLICY if rule is None else dataclasses.replace(DEFAULT_POLICY, **rule)
+    under ``rule`` (a :func:`consolidation_rule`; the defaults if it is not one: a
+    summary's metadata can be edited)."""
+    policy = DEFAULT_POLICY
+    if isinstance(rule, Mapping) and set(rule) <= set(_RULE_FIELDS):
+        try:
+            policy = dataclasses.replace(DEFAULT_POLICY, **rule)
+        except InvalidInputError:
+            pass
     return policy.consolidate == "all" or represented(source, summary_words, policy)
 
 

@@ -268,8 +268,8 @@ class SQLiteStore(VectorRows):
                             )
                         touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
                         added += 1
-            unquote = [(link["src_id"], link["dst_id"]) for link in links
-                       if link["dst_id"] in forgotten and link["kind"] == "summarises"]
+            to_unquote = [(link["src_id"], link["dst_id"]) for link in links
+                          if link["dst_id"] in forgotten and link["kind"] == "summarises"]
             links = [link for link in links if not {link["src_id"], link["dst_id"]}.intersection(forgotten)]
             for link in links:
                 for end in (link["src_id"], link["dst_id"]):
@@ -283,7 +283,7 @@ class SQLiteStore(VectorRows):
                 "VALUES (:src_id, :dst_id, :kind, :run_id, :created_at) ON CONFLICT DO NOTHING",
                 [{k: v for k, v in link.items() if k != "where"} for link in links],
             )
-            for summary_id, gone in unquote:  # once linked: what it no longer says comes back
+            for summary_id, gone in to_unquote:  # once linked: what it no longer says comes back
                 unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
