@@ -143,3 +143,39 @@ def test_no_agent_may_take_the_shared_memories_session(tmp_path: Path):
     with pytest.raises(InvalidInputError, match="reserved"):
         Mnemosyne(session_id="mnemosyne:shared", db_path=tmp_path / "m.db")
     assert not (tmp_path / "m.db").exists()
+
+
+def test_a_shared_memory_given_new_text_holds_nobodys_note_any_more(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
+        copies = [agent.remember("Bob likes green tea with breakfast.") for agent in (a, b)]
+        c.sleep()
+        (shared,) = c.recall("green tea")
+
+        c.update(shared.id, content="The launch window opens on Tuesday at noon.")  # a global memory: c's to edit
+        assert a.get(copies[0]).status == b.get(copies[1]).status == "active"
+        a.forget(copies[0])  # a's own note: nothing to do with what c wrote
+
+        assert c.get(shared.id).content == "The launch window opens on Tuesday at noon."
+
+
+def test_forgetting_a_sessions_own_global_memory_leaves_sharing_as_it_was(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    text = "Bob likes green tea with breakfast."
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
+        for agent in (a, b):
+            agent.remember(text)
+        c.sleep()
+        (shared,) = a.recall("green tea")
+        own = c.remember(text, scope="global", created_at=time.time() - 3600)
+        c.sleep()  # the shared memory folds into c's global one
+        assert a.recall("green tea")[0].id == own
+
+        c.forget(own)
+
+        assert a.recall("green tea")[0].id == shared.id  # shared as before
+        assert c.sleep().changed_rows == 0

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
 from ...core.dedup import same_by_words
@@ -81,6 +82,22 @@ def unquote_summary(conn: sqlite3.Connection, summary_id: str, old_text: str, re
     reinstate(conn, originals_of(conn, summary_id), reason)
 
 
+def release_changed(conn: sqlite3.Connection, memory_id: str, reason: str) -> None:
+    """``memory_id``'s text changed: the copies it no longer repeats are no longer
+    merged into it (a shared memory edited into other text holds nobody's note), and
+    whatever it stood for and no longer says comes back."""
+    kept = conn.execute("SELECT session_id, content FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    originals = originals_of(conn, memory_id)
+    for copy in conn.execute(
+        "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'merges'", (memory_id,)
+    ).fetchall():
+        if not _stands_for({"kind": "merges", **kept}, copy):
+            conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'merges'",
+                         (memory_id, copy["id"]))
+    reinstate(conn, originals, reason)
+
+
 def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) -> None:
     """Make active again each consolidated memory among ``memory_ids`` that nothing
     stands for any more: condensing never makes a fact unfindable.
@@ -105,7 +122,7 @@ def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) 
             audit(conn, "update", memory_id, original["session_id"], {"fields": ["status"], "reason": reason})
 
 
-def _stands_for(representative: sqlite3.Row, original: sqlite3.Row) -> bool:
+def _stands_for(representative: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
     """Whether ``representative``, as it reads now, is what sleep would still fold
     ``original`` into: the same words for a copy (the very same, across sessions),
     or a summary saying it by the rule of the sleep that made it."""
@@ -113,5 +130,5 @@ def _stands_for(representative: sqlite3.Row, original: sqlite3.Row) -> bool:
         if representative["session_id"] != original["session_id"]:  # a shared or global copy
             return sharing_key(representative["content"]) == sharing_key(original["content"])
         return same_by_words(representative["content"], original["content"])
-    rule = json.loads(representative["metadata"]).get("rule")
+    rule = json.loads(representative["metadata"] or "{}").get("rule")
     return still_stands_for(original["content"], set(tokenize(representative["content"])), rule)

@@ -29,6 +29,7 @@ from .standing import (
     held_by_one_session_at_most,
     originals_of,
     reinstate,
+    release_changed,
     sharing_memories_of,
     unquote,
     unquote_summary,
@@ -165,7 +166,7 @@ class SQLiteStore(VectorRows):
                 reason = f"the text of {memory_id} changed"
                 # Summaries quoted the old text; what this memory stood for, it may no longer say.
                 unquote(conn, memory_id, row["content"], reason)
-                reinstate(conn, originals_of(conn, memory_id), reason)
+                release_changed(conn, memory_id, reason)
                 self._dissolve_unheld(conn, sharing)
             if "content" in values or "scope" in values:  # the text, or whose windows hold it
                 refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
@@ -183,18 +184,19 @@ class SQLiteStore(VectorRows):
     def _forget(self, conn: sqlite3.Connection, row: sqlite3.Row, unshare: bool) -> None:
         """Delete ``row`` and keep what stood for it, or it for others, true.
 
-        A forgotten shared memory takes with it the shared memories it had absorbed
-        (``unshare``: and sleep will not share its text again); its sessions' own
-        copies come back. A shared memory fewer than two sessions still hold is
-        dissolved the same way, but may be shared again.
+        A shared memory forgotten by an agent (``unshare``) takes with it the shared
+        memories it had absorbed, and sleep will not share its text again; its
+        sessions' own copies come back. A shared memory fewer than two sessions
+        still hold is dissolved: its copies, and what it absorbed, come back.
         """
         memory_id = row["id"]
         reason = f"forgot {memory_id}"
+        unshared = unshare and row["session_id"] == SHARED_SESSION
         unquote(conn, memory_id, row["content"], reason)
         originals = originals_of(conn, memory_id)
         sharing = sharing_memories_of(conn, memory_id)
         conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
-        for original in originals:
+        for original in originals if unshared else ():
             absorbed = self._row(conn, original)
             if absorbed is not None and absorbed["session_id"] == SHARED_SESSION:
                 self._forget(conn, absorbed, unshare)
@@ -203,7 +205,7 @@ class SQLiteStore(VectorRows):
         refresh_contexts(conn, row["session_id"], [(row["created_at"], row["seq"])],
                          was_global=row["scope"] == "global")
         tombstone = {"hash": row["content_hash"]}
-        if unshare and row["session_id"] == SHARED_SESSION:  # sleep must not share it again
+        if unshared:  # sleep must not share it again
             tombstone["unshared"] = sharing_key(row["content"])
         audit(conn, "forget", memory_id, row["session_id"], tombstone)
         self._dissolve_unheld(conn, sharing)
