@@ -19,6 +19,15 @@ def agents(tmp_path: Path):
     b.close()
 
 
+@pytest.fixture
+def trio(tmp_path: Path):
+    """Three lexical-only agents, a, b and c, on one database."""
+    with Mnemosyne(session_id="a", db_path=tmp_path / "shared.db", embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=tmp_path / "shared.db", embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=tmp_path / "shared.db", embedder="none") as c:
+        yield a, b, c
+
+
 def test_recall_sees_own_session_and_global(agents):
     a, b = agents
     a.remember("private plan for the migration", scope="session")
@@ -77,35 +86,32 @@ def test_private_neighbours_never_make_a_global_memory_findable(agents):
     assert [m.content for m in b.recall("all-hands meeting")] == ["the all-hands meeting moved to Friday"]
 
 
-def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(tmp_path: Path):
-    db = tmp_path / "shared.db"
-    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
-            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
-            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
-        mine = a.remember("Staging database password rotates every Sunday night.", source="crm",
-                          metadata={"ticket": "SEC-41"})
-        theirs = b.remember("staging database password rotates every sunday night")
-        alike = b.remember("Customer escalation handled by billing lead at the Warsaw office today")
-        detail = a.remember("Customer escalation handled by billing lead Kowalski at the Warsaw office today")
+def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(trio):
+    a, b, c = trio
+    mine = a.remember("Staging database password rotates every Sunday night.", source="crm",
+                      metadata={"ticket": "SEC-41"})
+    theirs = b.remember("staging database password rotates every sunday night")
+    alike = b.remember("Customer escalation handled by billing lead at the Warsaw office today")
+    detail = a.remember("Customer escalation handled by billing lead Kowalski at the Warsaw office today")
 
-        report = c.sleep()  # any session may run sleep
+    report = c.sleep()  # any session may run sleep
 
-        assert (report.merged, report.promoted) == (2, 1)
-        (shared,) = c.recall("staging database password")
-        assert (shared.scope, shared.source, shared.kind) == ("global", "sleep", "fact")
-        assert shared.id not in (mine, theirs) and "ticket" not in shared.metadata
-        assert shared.session_id not in ("a", "b")  # who held it stays private too
-        assert a.recall("staging password")[0].id == shared.id
-        assert b.get(mine) is None  # a's own row stays a's
-        # Alike is not the same: a's extra word never reaches b.
-        assert b.recall("Kowalski") == [] and a.get(detail).status == "active" == b.get(alike).status
+    assert (report.merged, report.promoted) == (2, 1)
+    (shared,) = c.recall("staging database password")
+    assert (shared.scope, shared.source, shared.kind) == ("global", "sleep", "fact")
+    assert shared.id not in (mine, theirs) and "ticket" not in shared.metadata
+    assert shared.session_id not in ("a", "b")  # who held it stays private too
+    assert a.recall("staging password")[0].id == shared.id
+    assert b.get(mine) is None  # a's own row stays a's
+    # Alike is not the same: a's extra word never reaches b.
+    assert b.recall("Kowalski") == [] and a.get(detail).status == "active" == b.get(alike).status
 
-        c.forget(shared.id)  # a shared memory is everyone's to forget...
+    c.forget(shared.id)  # a shared memory is everyone's to forget...
 
-        assert a.get(mine).status == "active" and b.get(theirs).status == "active"  # ...not their own copies
-        assert a.get(mine).metadata == {"ticket": "SEC-41"} and c.recall("staging password") == []
-        assert c.sleep().promoted == 0  # and what was forgotten is not shared again
-        assert c.recall("staging password") == []
+    assert a.get(mine).status == "active" and b.get(theirs).status == "active"  # ...not their own copies
+    assert a.get(mine).metadata == {"ticket": "SEC-41"} and c.recall("staging password") == []
+    assert c.sleep().promoted == 0  # and what was forgotten is not shared again
+    assert c.recall("staging password") == []
 
 
 def test_a_note_that_expires_is_not_shared_beyond_its_sessions(tmp_path: Path):
@@ -118,25 +124,22 @@ def test_a_note_that_expires_is_not_shared_beyond_its_sessions(tmp_path: Path):
         assert len(a.recall("guest wifi password")) == len(b.recall("guest wifi password")) == 1
 
 
-def test_a_shared_memory_lasts_while_two_sessions_hold_its_text(tmp_path: Path):
-    db = tmp_path / "shared.db"
+def test_a_shared_memory_lasts_while_two_sessions_hold_its_text(trio):
+    a, b, c = trio
     text = "The staging database password is kept in vault path ops/staging."
-    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
-            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
-            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
-        copies = {agent: agent.remember(text) for agent in (a, b, c)}
-        c.sleep()
-        (shared,) = c.recall("staging password vault")
-        assert shared.session_id == "mnemosyne:shared"
+    copies = {agent: agent.remember(text) for agent in (a, b, c)}
+    c.sleep()
+    (shared,) = c.recall("staging password vault")
+    assert shared.session_id == "mnemosyne:shared"
 
-        a.forget(copies[a])
-        assert c.recall("staging password vault")[0].id == shared.id  # b and c still hold it
-        b.update(copies[b], content="The staging database password is kept in vault path ops/prod.")
+    a.forget(copies[a])
+    assert c.recall("staging password vault")[0].id == shared.id  # b and c still hold it
+    b.update(copies[b], content="The staging database password is kept in vault path ops/prod.")
 
-        # Only c holds it now: it is c's own again, and no longer anyone else's to read.
-        assert c.get(shared.id) is None and b.get(copies[c]) is None
-        assert [m.id for m in c.recall("staging password vault")] == [copies[c]]
-        assert b.recall("vault path ops/prod")[0].id == copies[b]
+    # Only c holds it now: it is c's own again, and no longer anyone else's to read.
+    assert c.get(shared.id) is None and b.get(copies[c]) is None
+    assert [m.id for m in c.recall("staging password vault")] == [copies[c]]
+    assert b.recall("vault path ops/prod")[0].id == copies[b]
 
 
 def test_no_agent_may_take_the_shared_memories_session(tmp_path: Path):
@@ -145,37 +148,31 @@ def test_no_agent_may_take_the_shared_memories_session(tmp_path: Path):
     assert not (tmp_path / "m.db").exists()
 
 
-def test_a_shared_memory_given_new_text_holds_nobodys_note_any_more(tmp_path: Path):
-    db = tmp_path / "shared.db"
-    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
-            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
-            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
-        copies = [agent.remember("Bob likes green tea with breakfast.") for agent in (a, b)]
-        c.sleep()
-        (shared,) = c.recall("green tea")
+def test_a_shared_memory_given_new_text_holds_nobodys_note_any_more(trio):
+    a, b, c = trio
+    copies = [agent.remember("Bob likes green tea with breakfast.") for agent in (a, b)]
+    c.sleep()
+    (shared,) = c.recall("green tea")
 
-        c.update(shared.id, content="The launch window opens on Tuesday at noon.")  # a global memory: c's to edit
-        assert a.get(copies[0]).status == b.get(copies[1]).status == "active"
-        a.forget(copies[0])  # a's own note: nothing to do with what c wrote
+    c.update(shared.id, content="The launch window opens on Tuesday at noon.")  # a global memory: c's to edit
+    assert a.get(copies[0]).status == b.get(copies[1]).status == "active"
+    a.forget(copies[0])  # a's own note: nothing to do with what c wrote
 
-        assert c.get(shared.id).content == "The launch window opens on Tuesday at noon."
+    assert c.get(shared.id).content == "The launch window opens on Tuesday at noon."
 
 
-def test_forgetting_a_sessions_own_global_memory_leaves_sharing_as_it_was(tmp_path: Path):
-    db = tmp_path / "shared.db"
+def test_forgetting_a_sessions_own_global_memory_leaves_sharing_as_it_was(trio):
+    a, b, c = trio
     text = "Bob likes green tea with breakfast."
-    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
-            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
-            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
-        for agent in (a, b):
-            agent.remember(text)
-        c.sleep()
-        (shared,) = a.recall("green tea")
-        own = c.remember(text, scope="global", created_at=time.time() - 3600)
-        c.sleep()  # the shared memory folds into c's global one
-        assert a.recall("green tea")[0].id == own
+    for agent in (a, b):
+        agent.remember(text)
+    c.sleep()
+    (shared,) = a.recall("green tea")
+    own = c.remember(text, scope="global", created_at=time.time() - 3600)
+    c.sleep()  # the shared memory folds into c's global one
+    assert a.recall("green tea")[0].id == own
 
-        c.forget(own)
+    c.forget(own)
 
-        assert a.recall("green tea")[0].id == shared.id  # shared as before
-        assert c.sleep().changed_rows == 0
+    assert a.recall("green tea")[0].id == shared.id  # shared as before
+    assert c.sleep().changed_rows == 0
