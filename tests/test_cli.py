@@ -375,7 +375,14 @@ def test_ctrl_c_during_an_import_is_one_line_and_changes_nothing(cli: Cli, tmp_p
         [sys.executable, "-m", "mnemosyne", "import", str(source), "--db", str(cli.db), "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env,
     )
-    time.sleep(1.5)
+    # Interrupt once the import's one transaction has spilled pages to the WAL (its
+    # schema alone writes far less), so the signal lands in the middle of it.
+    wal = Path(f"{cli.db}-wal")
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        if wal.exists() and wal.stat().st_size > 2_000_000:
+            break
+        time.sleep(0.01)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     if process.returncode == OK:

@@ -150,6 +150,18 @@ def test_a_summary_made_to_stand_for_all_keeps_standing_for_all(mem: Mnemosyne):
     assert {mem.get(i).status for i in ids[1:]} == {"consolidated"}  # as that sleep decided
 
 
+def test_new_metadata_for_a_summary_keeps_the_rule_it_was_made_by(mem: Mnemosyne):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(BUDGET)]
+    mem.sleep(policy=SleepPolicy(consolidate="all"))
+    (summary,) = [m for m in mem.recall("budget", include_consolidated=True) if m.kind == "summary"]
+
+    updated = mem.update(summary.id, metadata={"reviewed": True})
+    mem.forget(ids[0])
+
+    assert updated.metadata == {"reviewed": True, "rule": summary.metadata["rule"]}
+    assert {mem.get(i).status for i in ids[1:]} == {"consolidated"}  # still judged by "all"
+
+
 def test_only_what_still_stands_for_a_memory_keeps_it_out_of_recall(mem: Mnemosyne):
     ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(BUDGET)]
     mem.sleep(policy=SleepPolicy(summary_max_sentences=1))

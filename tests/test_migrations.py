@@ -43,10 +43,13 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
     assert ops.count("forget") == 1
 
 
-@pytest.mark.parametrize(("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9)])
+@pytest.mark.parametrize(
+    ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14)]
+)
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
-    # Both made by releases whose context windows could keep a forgotten memory's
-    # words; schema_v3.db's release had also edited migration 2 after schema_v2.db's.
+    # v2 and v3 were made by releases whose context windows could keep a forgotten
+    # memory's words; schema_v3.db's release had also edited migration 2 after
+    # schema_v2.db's. v4 holds a sleep's summary, merges and a shared memory.
     db = tmp_path / "old.db"
     shutil.copyfile(FIXTURES / fixture, db)
     for _ in range(2):  # the second open checks the migrations it recorded
@@ -59,6 +62,12 @@ def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture:
             assert mem.doctor().ok
     with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as other:
         assert other.recall("root password quokka zebra") == []
+        # What is written after the upgrade is indexed for words, once (doctor
+        # compares the text index with the rows).
+        other.remember("Retro moved to Thursday afternoon.")
+        found = other.recall("retro thursday", explain=True)[0]
+        assert found.content == "Retro moved to Thursday afternoon." and found.explanation["content"] > 0
+        assert other.doctor().ok
 
 
 def test_upgrade_keeps_a_safety_backup(v1_db: Path):

@@ -31,7 +31,7 @@ class DerivedIndex:
 def fts_checker(
     fts: str, content: str = "memories", key: str = "seq"
 ) -> Callable[[sqlite3.Connection], list[str]]:
-    """Checks for an external-content FTS5 table kept in step with ``content`` by triggers."""
+    """Checks for an external-content FTS5 table kept in step with the rows of ``content``."""
 
     def check(conn: sqlite3.Connection) -> list[str]:
         problems = []

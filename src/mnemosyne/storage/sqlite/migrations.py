@@ -228,6 +228,16 @@ END;
 """
 
 
+_V5_TEXT_INDEXED_BY_THE_INSERT = """
+-- A new row's text reaches the full-text index from the insert itself (store.py),
+-- not from a trigger. A trigger's write runs under a statement savepoint, and FTS5
+-- flushes its pending terms to disk at every savepoint: each memory was written as
+-- an index segment of its own, to be merged again. That was about 45% of the time
+-- of a bulk ingest at 100k memories. Deletes and edits, one at a time, keep theirs.
+DROP TRIGGER memories_fts_insert;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
     Migration(
@@ -236,6 +246,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
     Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts),
+    Migration(5, "text indexed by the insert", _V5_TEXT_INDEXED_BY_THE_INSERT),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -121,6 +121,8 @@ class SQLiteStore(VectorRows):
         )
         if cursor.rowcount == 0:  # the key's UNIQUE constraint says it is stored already
             return str(for_key(conn, memory)), None
+        # Indexed here, not by a trigger: see migration 5.
+        conn.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (cursor.lastrowid, memory.content))
         audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
         return memory.id, cursor.lastrowid
 
@@ -141,9 +143,11 @@ class SQLiteStore(VectorRows):
         unknown = set(changes) - allowed
         if unknown:
             raise InvalidInputError(f"cannot update {sorted(unknown)}")
-        values = {k: dump_json(v) if k == "metadata" else v for k, v in changes.items()}
         with self._db.write("update a memory") as conn:
             row = self._visible_row(conn, memory_id, viewer_session)
+            if "metadata" in changes:
+                changes = {**changes, "metadata": _keeping_rule(row, changes["metadata"])}
+            values = {k: dump_json(v) if k == "metadata" else v for k, v in changes.items()}
             new_text = "content" in values and values["content"] != row["content"]
             if new_text and row["status"] == "consolidated" and "status" not in values:
                 # What stood for it says the old text: recall must find the new one.
@@ -620,6 +624,13 @@ def _refuse_foreign_file(path: Path) -> None:
 
 # How many times ``limit`` matches a text search ranks before applying filters.
 _OVERFETCH = 2
+def _keeping_rule(row: sqlite3.Row, metadata: dict[str, Any]) -> dict[str, Any]:
+    """New metadata for ``row``; a summary keeps the rule of the sleep that made it,
+    by which the memories it stands for are judged again when it is shortened."""
+    rule = json.loads(row["metadata"]).get("rule") if row["kind"] == "summary" else None
+    return metadata if rule is None or "rule" in metadata else {**metadata, "rule": rule}
+
+
 _FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
 
 
