@@ -622,8 +622,6 @@ def _refuse_foreign_file(path: Path) -> None:
         probe.close()
 
 
-# How many times ``limit`` matches a text search ranks before applying filters.
-_OVERFETCH = 2
 def _keeping_rule(row: sqlite3.Row, metadata: dict[str, Any]) -> dict[str, Any]:
     """New metadata for ``row``; a summary keeps the rule of the sleep that made it,
     by which the memories it stands for are judged again when it is shortened."""
@@ -631,6 +629,8 @@ def _keeping_rule(row: sqlite3.Row, metadata: dict[str, Any]) -> dict[str, Any]:
     return metadata if rule is None or "rule" in metadata else {**metadata, "rule": rule}
 
 
+# How many times ``limit`` matches a text search ranks before applying filters.
+_OVERFETCH = 2
 _FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
 
 
