@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
-from mnemosyne.core.consolidation import SleepPolicy
+from mnemosyne.core.consolidation import SleepPolicy, sharing_key
 from mnemosyne.core.timeutil import from_timestamp
 from snapshots import snapshot
 
@@ -110,7 +110,7 @@ def test_export_file_format(source: Path, tmp_path: Path) -> None:
         mem.export_jsonl(str(export), progress=lambda done, total: calls.append((done, total)))
     assert calls[0] == (0, 8) and calls[-1] == (8, 8)
     lines = export.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 2}
+    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 3}
     records = [json.loads(line) for line in lines[1:]]
     assert len(records) == 8 and {r["type"] for r in records} == {"memory"}
     assert [r["id"] for r in records] == sorted(r["id"] for r in records)
@@ -203,13 +203,13 @@ def test_a_file_that_is_not_utf8_imports_nothing(tmp_path: Path) -> None:
 
 
 def test_import_rejects_a_missing_file_and_a_newer_format(tmp_path: Path) -> None:
-    newer = tmp_path / "v3.jsonl"
-    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 3}) + "\n"
+    newer = tmp_path / "v4.jsonl"
+    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 4}) + "\n"
                      + json.dumps(record()) + "\n", encoding="utf-8")
     with Mnemosyne(db_path=tmp_path / "db.db") as mem:
         with pytest.raises(InvalidInputError):
             mem.import_jsonl(tmp_path / "nope.jsonl")
-        with pytest.raises(InvalidInputError, match="version 3"):
+        with pytest.raises(InvalidInputError, match="version 4"):
             mem.import_jsonl(newer)
         assert mem.get_stats().total == 0
 
@@ -494,6 +494,8 @@ BAD_V2_LINES = {
                            dst_id="0190aaaa-0000-7000-8000-000000000010"),
     "link bad time": link(src_id="0190aaaa-0000-7000-8000-000000000011",
                           dst_id="0190aaaa-0000-7000-8000-000000000010", created_at="soon"),
+    "unshared text, not a key": {"type": "unshared", "key": "The staging password is hunter2."},
+    "unshared without key": {"type": "unshared"},
 }
 
 
@@ -537,3 +539,25 @@ def test_an_idempotency_key_taken_by_another_memory_imports_nothing(tmp_path: Pa
         with pytest.raises(InvalidInputError, match=f"memory {kept}: idempotency_key 'deploy-42'"):
             mem.import_jsonl(export)
         assert mem.get_stats().total == 1
+
+
+def test_a_shared_memory_forgotten_is_not_shared_again_after_import(tmp_path: Path) -> None:
+    db, export, fresh = tmp_path / "source.db", tmp_path / "all.jsonl", tmp_path / "fresh.db"
+    text = "The staging database password rotates monthly."
+    with Mnemosyne(session_id="a", db_path=db) as a, Mnemosyne(session_id="b", db_path=db) as b:
+        a.remember(text)
+        b.remember(text)
+        a.sleep()
+        a.forget(a.recall("staging password")[0].id)  # the shared memory: each keeps its own copy
+        a.export_jsonl(export)
+    unshared = [json.loads(line) for line in export.read_text().splitlines() if '"unshared"' in line]
+    assert unshared == [{"type": "unshared", "key": sharing_key(text)}]  # a digest, never the text
+    for _ in range(2):
+        with Mnemosyne(session_id="a", db_path=fresh) as a:
+            a.import_jsonl(export)
+            assert a.sleep().promoted == 0  # not shared again here either
+    with sqlite3.connect(fresh) as conn:
+        recorded = conn.execute("SELECT count(*) FROM audit_log WHERE detail LIKE '%unshared%'").fetchone()[0]
+    assert recorded == 1  # the second import added nothing
+    with Mnemosyne(session_id="b", db_path=fresh) as b:
+        assert [m.content for m in b.recall("staging password")] == [text]  # b's own copy

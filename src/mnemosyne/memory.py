@@ -352,7 +352,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         memories: Iterable[NewMemory] = export.memories
         if progress is not None:
             memories = _reporting(memories, progress, len(export.memories))
-        added = self._store.import_memories(memories, export.usage, export.episodes, export.links)
+        added = self._store.import_memories(memories, export.usage, export.episodes, export.links, export.unshared)
         self.backfill_vectors()
         return added
 

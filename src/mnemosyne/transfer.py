@@ -2,9 +2,10 @@
 
 An export is UTF-8 text, one JSON object per line. The first line is a header;
 every other line has a ``type``: the explicit episodes first, then every memory
-(all sessions, in id order), then the links sleep made between memories::
+(all sessions, in id order), then the links sleep made between memories, then the
+texts sleep must not share again::
 
-    {"format": "mnemosyne-jsonl", "version": 2}
+    {"format": "mnemosyne-jsonl", "version": 3}
     {"type": "episode", "id": "...", "session_id": "s", "label": "deploy v2",
      "started_at": "2026-01-01T09:00:00+00:00", "ended_at": "2026-01-01T09:40:00+00:00"}
     {"type": "memory", "id": "...", "session_id": "s", "scope": "session", "kind": "episodic",
@@ -14,16 +15,21 @@ every other line has a ``type``: the explicit episodes first, then every memory
      "last_seen_at": null, "access_count": 0, "last_accessed_at": null}
     {"type": "link", "src_id": "...", "dst_id": "...", "kind": "summarises",
      "run_id": "...", "created_at": "..."}
+    {"type": "unshared", "key": "9f86d0..."}
 
 (each record is one line in the file). Times are ISO 8601 in UTC, to the
 microsecond. A link says its ``src_id`` memory stands for its ``dst_id`` memory:
 a summary ``summarises`` its sources, a kept copy ``merges`` its duplicates, a
 newer fact ``supersedes`` an older one; ``forget`` follows them. ``access_count``
 and ``last_accessed_at`` are kept because ranking and sleep's decay read them.
-Sleep runs (what ``undo_sleep`` needs) and database metadata are not exported.
+An ``unshared`` line holds the :func:`~mnemosyne.core.consolidation.sharing_key`
+of a shared memory an agent forgot: the text itself is gone, and sleep must not
+share it again in the importing database either. Sleep runs (what ``undo_sleep``
+needs) and database metadata are not exported.
 
-Version 1 files (memory lines without ``type``, and no episodes or links) are
-still read; a file without a header is read as version 1.
+Version 1 files (memory lines without ``type``, and no episodes or links) and
+version 2 files (no ``unshared`` lines) are still read; a file without a header
+is read as version 1.
 
 Importing adds only what is missing: episodes and memories matched by id, links
 by their two ends and kind, so importing the same file twice adds nothing the
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,7 +64,7 @@ from .models import KINDS, STATUSES
 from .storage.base import NewMemory
 
 FORMAT = "mnemosyne-jsonl"
-VERSION = 2
+VERSION = 3
 LINK_KINDS = ("summarises", "merges", "supersedes")
 
 _REQUIRED = ("id", "content", "source", "importance", "scope", "session_id", "created_at", "recorded_at")
@@ -71,7 +78,9 @@ _FIELDS = {
     "memory": {"type", *_REQUIRED, *_MEMORY_DEFAULTS},
     "episode": {"type", "id", "session_id", "label", "started_at", "ended_at"},
     "link": {"type", "src_id", "dst_id", "kind", "run_id", "created_at"},
+    "unshared": {"type", "key"},
 }
+_SHARING_KEY = re.compile(r"[0-9a-f]{64}")  # a SHA-256 digest, as sharing_key writes it
 # Stored times, written as ISO 8601 text.
 _TIMES = {"created_at", "recorded_at", "valid_until", "last_seen_at", "last_accessed_at", "started_at", "ended_at"}
 
@@ -86,6 +95,7 @@ class Export:
     episodes: list[dict[str, Any]] = field(default_factory=list)
     # Each link's columns, plus "where" (its file and line) for the store's refusal.
     links: list[dict[str, Any]] = field(default_factory=list)
+    unshared: list[str] = field(default_factory=list)  # sharing keys sleep must not share again
 
 
 def write_jsonl(
@@ -165,7 +175,7 @@ def read_jsonl(path: Path) -> Export:
         except ValueError as exc:
             raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
         if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
-            if record.get("version") not in (1, VERSION):
+            if record.get("version") not in (1, 2, VERSION):
                 raise InvalidInputError(
                     f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
                     f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
@@ -198,6 +208,7 @@ class _Reader:
         self._keys: set[str] = set()
         self._episodes: set[str] = set()
         self._links: set[tuple[str, str, str]] = set()
+        self._unshared: set[str] = set()
 
     def add(self, record: Any, version: int, where: str) -> None:
         if not isinstance(record, dict):
@@ -218,8 +229,10 @@ class _Reader:
             self._add_memory(record)
         elif kind == "episode":
             self._add_episode(record)
-        else:
+        elif kind == "link":
             self._add_link(record, where)
+        else:
+            self._add_unshared(record)
 
     def _add_memory(self, record: dict[str, Any]) -> None:
         missing = [key for key in _REQUIRED if key not in record]
@@ -301,6 +314,16 @@ class _Reader:
             "created_at": to_timestamp(record["created_at"], "created_at"),
             "where": where,
         })
+
+
+    def _add_unshared(self, record: dict[str, Any]) -> None:
+        key = record.get("key")
+        if not isinstance(key, str) or not _SHARING_KEY.fullmatch(key):
+            raise InvalidInputError(f"key must be a sharing key (64 lower-case hex digits), got {key!r}")
+        if key in self._unshared:
+            raise InvalidInputError(f"unshared key {key} appears twice in the file")
+        self._unshared.add(key)
+        self.export.unshared.append(key)
 
 
 def _iso(seconds: float | None) -> str | None:

@@ -103,6 +103,7 @@ class Store(Protocol):
         usage: Mapping[str, Mapping[str, Any]] | None = None,
         episodes: Sequence[Mapping[str, Any]] = (),
         links: Sequence[Mapping[str, Any]] = (),
+        unshared: Iterable[str] = (),
     ) -> int: ...
 
     def get_meta(self, key: str) -> str | None: ...

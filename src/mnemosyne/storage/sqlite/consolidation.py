@@ -21,6 +21,7 @@ from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
 from .context_index import refresh_contexts
 from .rows import audit, dump_json, select_in
+from .standing import unshared_keys
 from .store import SQLiteStore
 
 SLEEP_LEASE = "sleep"
@@ -98,9 +99,7 @@ class SleepStore:
             summarised = {r[0] for r in conn.execute(
                 "SELECT dst_id FROM memory_links WHERE kind = 'summarises'")}
             episodes = conn.execute("SELECT id, label, ended_at FROM episodes").fetchall()
-            unshared = {r[0] for r in conn.execute(
-                "SELECT json_extract(detail, '$.unshared') FROM audit_log "
-                "WHERE op = 'forget' AND json_extract(detail, '$.unshared') IS NOT NULL")}
+            unshared = set(unshared_keys(conn))
             # When each open episode was last written to: the planner treats one
             # silent for long as left open by a process that died.
             open_episodes = dict(conn.execute(

@@ -55,6 +55,14 @@ def held_by_one_session_at_most(conn: sqlite3.Connection, shared_id: str) -> boo
     return len({c["session_id"] for c in copies if sharing_key(c["content"]) == key}) < 2
 
 
+def unshared_keys(conn: sqlite3.Connection) -> list[str]:
+    """The sharing keys of the shared memories agents forgot (recorded by that forget,
+    or brought by an import): sleep does not share those texts again."""
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT json_extract(detail, '$.unshared') AS key FROM audit_log "
+        "WHERE key IS NOT NULL ORDER BY key")]
+
+
 def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str) -> None:
     """Summaries that quote ``old_text``, the text ``memory_id`` no longer has, stop
     quoting it; what they then no longer say comes back."""

@@ -33,6 +33,7 @@ from .standing import (
     sharing_memories_of,
     unquote,
     unquote_summary,
+    unshared_keys,
 )
 from .vector_index import VectorIndex, encode_vector
 from .vector_rows import VectorRows
@@ -228,9 +229,11 @@ class SQLiteStore(VectorRows):
         usage: Mapping[str, Mapping[str, Any]] | None = None,
         episodes: Sequence[Mapping[str, Any]] = (),
         links: Sequence[Mapping[str, Any]] = (),
+        unshared: Iterable[str] = (),
     ) -> int:
         """Add, in one transaction, the episodes and memories whose id is not stored
-        yet and the links not stored yet; return how many memories were added.
+        yet, the links and ``unshared`` sharing keys not stored yet; return how many
+        memories were added.
 
         ``usage`` maps a memory id to its kept columns (strength, occurrences,
         last_seen_at, access_count, last_accessed_at), written for added memories.
@@ -291,6 +294,9 @@ class SQLiteStore(VectorRows):
             )
             for summary_id, gone in to_unquote:  # once linked: what it no longer says comes back
                 unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
+            # Forgotten there, so not to be shared here: sleep reads the audit log.
+            for key in sorted(set(unshared) - set(unshared_keys(conn))):
+                audit(conn, "import", None, None, {"unshared": key})
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return added
@@ -503,7 +509,8 @@ class SQLiteStore(VectorRows):
 
     def iter_dump(self) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """Everything an export holds, as ``(type, stored columns)``: every explicit
-        episode, then every memory in id (creation) order, then every link.
+        episode, then every memory in id (creation) order, then every link, then the
+        sharing key of every shared memory an agent forgot.
 
         One read snapshot, so each link's ends are in the same dump even while
         others write. Close the generator if you stop early: it holds that snapshot.
@@ -523,6 +530,8 @@ class SQLiteStore(VectorRows):
                 "SELECT src_id, dst_id, kind, run_id, created_at FROM memory_links ORDER BY src_id, dst_id, kind"
             ):
                 yield "link", dict(row)
+            for key in unshared_keys(conn):
+                yield "unshared", {"key": key}
 
     def get_meta(self, key: str) -> str | None:
         with self._db.read() as conn:
