@@ -86,6 +86,19 @@ def test_forgetting_a_quoted_memory_brings_back_what_only_its_quote_said(mem: Mn
     assert {mem.get(i).status for i in ids[2:]} == {"consolidated"}  # still quoted
 
 
+def test_forgetting_a_quote_that_ran_into_others_takes_it_out(mem: Mnemosyne):
+    texts = ["Started the v2 rollout", "Paged on-call for db latency hunter2", "Rollout finished, error rate flat"]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]  # no final stops
+    mem.sleep()
+    (summary,) = [m for m in mem.recall("rollout", include_consolidated=True) if m.kind == "summary"]
+    assert "hunter2" in summary.content
+
+    mem.forget(ids[1])
+
+    assert "hunter2" not in mem.get(summary.id).content and mem.recall("hunter2") == []
+    assert "Started the v2 rollout" in mem.get(summary.id).content
+
+
 def test_forgetting_a_short_memory_leaves_the_words_that_contain_it(mem: Mnemosyne):
     texts = ["Booked the flight to Tokyo for the offsite.", "ok",
              "Looking at hotels near the Tokyo office next week.",

@@ -324,3 +324,22 @@ def test_forgetting_takes_whole_quoted_sentences_out_of_a_summary(body: str, for
     summary = HEADER + body
     expected = summary if left is None else left if left.startswith("(") else HEADER + left
     assert without_quotes_of(summary, forgotten) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "forgotten", "others", "left"),
+    [
+        # Quotes without a final stop run together: the other sources' sentences mark where each one ends.
+        ("Started the rollout Paged on-call hunter2 Rollout finished", "Paged on-call hunter2",
+         ["Started the rollout", "Rollout finished"], "Started the rollout Rollout finished"),
+        ("Started the rollout Paged on-call hunter2", "Paged on-call hunter2", ["Started the rollout"],
+         "Started the rollout"),
+        ("That is ok with me Deploy done", "ok", ["That is ok with me", "Deploy done"], None),  # inside a quote
+        ("Started the rollout Paged on-call hunter2", "Paged on-call hunter2", [], None),  # no way to tell
+    ],
+)
+def test_a_quote_run_into_the_ones_before_it_is_found_by_them(
+    body: str, forgotten: str, others: list[str], left: str | None
+):
+    summary = HEADER + body
+    assert without_quotes_of(summary, forgotten, others) == (summary if left is None else HEADER + left)

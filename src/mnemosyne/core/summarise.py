@@ -98,19 +98,24 @@ def split_header(summary: str) -> tuple[str, str]:
     return (summary[: match.end()], summary[match.end():]) if match else ("", summary)
 
 
-def without_quotes_of(summary: str, forgotten: str) -> str:
+def without_quotes_of(summary: str, forgotten: str, others: Sequence[str] = ()) -> str:
     """``summary`` with every sentence quoted from ``forgotten`` taken out: whole
     sentences only, so forgetting "ok" leaves "Booked" and "token" intact. A quote
-    cut short (``…``, or the summary's length limit) goes too.
+    cut short (``…``, or the summary's length limit) goes too. ``others`` are the
+    texts of the summary's other sources: knowing their sentences, a quote of
+    ``forgotten`` is found after them too, where quotes without a final stop ran
+    together into one sentence ("Started the rollout Paged on-call hunter2").
 
     >>> without_quotes_of("ops: Deploy started. Password is hunter2. Deploy done.", "Password is hunter2.")
     'ops: Deploy started. Deploy done.'
     """
     header, body = split_header(summary)
     gone = split_sentences(forgotten)
+    kept_sentences = [sentence for text in others for sentence in split_sentences(text)]
     pieces = split_sentences(body)
     last = len(pieces) - 1
-    kept = [rest for i, piece in enumerate(pieces) if (rest := _without_quotes(piece, gone, i == last))]
+    kept = [rest for i, piece in enumerate(pieces)
+            if (rest := _without_quotes(piece, gone, kept_sentences, i == last))]
     if kept == pieces:
         return summary
     if not any(ch.isalnum() for piece in kept for ch in piece):
@@ -118,24 +123,45 @@ def without_quotes_of(summary: str, forgotten: str) -> str:
     return header + " ".join(kept)
 
 
-def _without_quotes(piece: str, sentences: Sequence[str], last: bool) -> str:
+def _without_quotes(piece: str, gone: Sequence[str], others: Sequence[str], last: bool) -> str:
     """What is left of ``piece`` (one sentence of a summary) once the quotes of
-    ``sentences`` it starts with are taken out. Joining can run quotes together: one
-    with no final stop ("sounds good") into the next, or one cut short by ``_cut``
-    ("A long sentence th… Next one."). As the summary's last piece, a quote may also
-    be cut by its length limit, with no mark at all."""
-    for sentence in sentences:
-        if piece == sentence:
-            return ""
-        if piece.startswith(sentence + " "):
-            return _without_quotes(piece[len(sentence) + 1:], sentences, last)
-        stem, mark, rest = piece.partition("… ")
-        if mark and len(stem) >= _CUT_AT_LEAST and sentence.startswith(stem) and sentence != stem + "…":
-            return _without_quotes(rest, sentences, last)
-    cut = piece.removesuffix("…")
-    if (last or cut != piece) and cut and any(s.startswith(cut) for s in sentences):
-        return ""
-    return piece
+    ``gone`` are taken out. Joining can run quotes together: one with no final stop
+    ("sounds good") into the next, or one cut short by ``_cut`` ("A long sentence
+    th… Next one."). So the piece is read quote by quote, from the start, while
+    its next words are a quote of ``gone`` (dropped) or of ``others`` (kept). As the
+    summary's last piece, a quote may also be cut by its length limit, with no mark
+    at all."""
+    kept: list[str] = []
+    rest = piece
+    while rest:
+        dropped = _leading_quote(rest, gone)
+        if dropped is not None:
+            rest = dropped[1]
+            continue
+        quoted = _leading_quote(rest, others)
+        if quoted is None:
+            break
+        kept.append(quoted[0])
+        rest = quoted[1]
+    cut = rest.removesuffix("…")
+    if (last or cut != rest) and cut and any(s.startswith(cut) for s in gone):
+        rest = ""
+    return " ".join([*kept, rest] if rest else kept)
+
+
+def _leading_quote(text: str, sentences: Sequence[str]) -> tuple[str, str] | None:
+    """``(quote, rest)`` if ``text`` starts with a whole quote of one of ``sentences``
+    (the longest), or with one cut short by ``_cut``; None otherwise."""
+    whole = [s for s in sentences if text == s or text.startswith(s + " ")]
+    if whole:
+        quote = max(whole, key=len)
+        return quote, text[len(quote) + 1:]
+    stem, mark, rest = text.partition("… ")
+    if mark and len(stem) >= _CUT_AT_LEAST and any(
+        s.startswith(stem) and s != stem + "…" for s in sentences
+    ):
+        return stem + "…", rest
+    return None
 
 
 # _cut shortens only a sentence longer than a summary's whole budget, so a quote

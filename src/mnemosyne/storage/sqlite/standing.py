@@ -78,7 +78,10 @@ def unquote_summary(conn: sqlite3.Connection, summary_id: str, old_text: str, re
     ).fetchone()
     if summary is None:
         return
-    cleaned = without_quotes_of(summary["content"], old_text)
+    others = [r[0] for r in conn.execute(  # knowing them, a quote run into theirs is found too
+        "SELECT m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'summarises'", (summary_id,))]
+    cleaned = without_quotes_of(summary["content"], old_text, others)
     if cleaned == summary["content"]:
         return
     conn.execute(
