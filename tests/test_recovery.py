@@ -317,6 +317,116 @@ def test_restore_over_an_open_database_keeps_a_safety_copy_and_is_seen_live(
     fts_integrity_ok(db_path)
 
 
+def test_an_old_schema_backup_goes_live_already_upgraded(db_path: Path, tmp_path: Path) -> None:
+    from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+
+    old = tmp_path / "v4.db"  # made by a release whose text index was kept by a trigger
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "schema_v4.db", old)
+    create_backup(db_path=old, backup_path=tmp_path / "v4.bak")
+    with Mnemosyne(session_id="website-redesign", db_path=db_path) as live:
+        live.remember("written before the restore")
+
+        restore_backup(backup_path=tmp_path / "v4.bak", db_path=db_path)
+
+        with sqlite3.connect(db_path) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone() == (LATEST_VERSION,)
+        # An agent that had the database open writes into the schema it expects.
+        fresh = live.remember("written after the restore")
+        assert [m.id for m in live.recall("written after the restore")][:1] == [fresh]
+        assert live.doctor().ok
+    assert not list(tmp_path.glob("*.pre-v*")) and not list(tmp_path.glob(".*.tmp"))  # no copies of the copy
+
+
+def test_a_restore_loses_no_write_that_other_processes_commit_meanwhile(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path, count=3)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    writer = textwrap.dedent("""
+        import os, sys
+        from mnemosyne import Mnemosyne
+        db, log, stop = sys.argv[1:]
+        with Mnemosyne(session_id="writer", db_path=db, embedder="none") as mem, open(log, "w") as out:
+            while not os.path.exists(stop):
+                print(mem.remember("a write while the restore runs"), file=out, flush=True)
+    """)
+    stop = tmp_path / "stop"
+    logs = [tmp_path / f"writer-{i}.log" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", writer, str(db_path), str(log), str(stop)]) for log in logs]
+    try:
+        while not all(log.exists() and log.stat().st_size > 0 for log in logs):
+            assert all(p.poll() is None for p in procs), "a writer died"
+            time.sleep(0.05)  # both are writing
+        restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+        time.sleep(0.5)
+    finally:
+        stop.touch()
+        assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    (safety,) = tmp_path.glob("memories.db.pre-restore-*.bak")
+    kept = {row[0] for row in rows(db_path)} | {row[0] for row in rows(safety)}
+    acknowledged = [line for log in logs for line in log.read_text().split()]
+    assert acknowledged and [i for i in acknowledged if i not in kept] == []
+
+
+def test_nothing_commits_between_the_safety_copy_and_the_overwrite(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemosyne.dr import recovery
+
+    seed(db_path, count=3)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    refused: list[str] = []
+    save = recovery._snapshot
+
+    def save_then_write(source: Path, target: Path):  # another writer, right after the copy
+        manifest = save(source, target)
+        other = sqlite3.connect(db_path, timeout=0)
+        try:
+            other.execute("INSERT INTO meta (key, value) VALUES ('written', 'in between')")
+        except sqlite3.OperationalError as exc:
+            refused.append(str(exc))
+        finally:
+            other.close()
+        return manifest
+
+    monkeypatch.setattr(recovery, "_snapshot", save_then_write)
+    restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    assert refused == ["database is locked"]
+
+
+def test_a_restore_interrupted_while_copying_changes_nothing(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemosyne.dr import recovery
+
+    seed(db_path, count=3)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    with Mnemosyne(session_id="s1", db_path=db_path) as live:
+        live.remember("the state a Ctrl-C must leave")
+    before = rows(db_path)
+    save = recovery._snapshot
+
+    def then_interrupt(source: Path, target: Path):  # Ctrl-C as the page copy begins
+        save(source, target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recovery, "_snapshot", then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    assert rows(db_path) == before
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM audit_log WHERE op = 'restore'").fetchone() == (0,)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_restore_removes_copies_that_killed_restores_left(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path, count=2)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = db_path.with_name(f".{db_path.name}.restore-{dead.stdout.strip()}.tmp")
+    shutil.copyfile(tmp_path / "b.bak", left)
+    restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    assert not left.exists()
+
+
 def test_restore_invalidates_the_live_vector_index(db_path: Path, tmp_path: Path) -> None:
     testing = pytest.importorskip("mnemosyne.testing")
     live = Mnemosyne(session_id="s", db_path=db_path, embedder=testing.HashEmbedder())

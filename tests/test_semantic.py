@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -260,3 +261,41 @@ def test_exiting_while_the_model_backfills_in_the_background_is_clean(tmp_path: 
         done = subprocess.run([sys.executable, "-c", script, str(db)], capture_output=True, text=True, timeout=120)
         assert (done.returncode, done.stderr) == (0, ""), done.stderr
         assert run_cli("recall", "memory number 7", "--db", str(db), "--json").startswith("[")
+
+
+class SlowHashEmbedder(HashEmbedder):
+    """The test embedder at a model's pace: 20 ms a batch."""
+
+    def embed(self, texts):
+        import time
+
+        time.sleep(0.02)
+        return super().embed(texts)
+
+
+def test_backfill_ends_while_another_process_keeps_writing_without_vectors(tmp_path: Path):
+    db, stop = tmp_path / "m.db", tmp_path / "stop"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
+        mem.remember("records which model this database uses")
+    writer = (
+        "import os, sys\nfrom mnemosyne import Mnemosyne\n"
+        "with Mnemosyne(session_id='lexical', db_path=sys.argv[1], embedder='none') as mem:\n"
+        "    i = 0\n"
+        "    while not os.path.exists(sys.argv[2]):\n"
+        "        mem.remember(f'note {i} stored without a vector'); i += 1\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", writer, str(db), str(stop)])
+    try:
+        with Mnemosyne(db_path=db, embedder=SlowHashEmbedder()) as mem:
+            while mem.get_stats().total < 300:
+                pass  # the writer is well under way
+            # Returns once what was missing when it started has a vector, however
+            # fast the other process adds more (before, it chased them for ever).
+            filled: list[int] = []
+            backfill = threading.Thread(target=lambda: filled.append(mem.backfill_vectors()), daemon=True)
+            backfill.start()
+            backfill.join(timeout=60)
+            assert filled and filled[0] >= 299
+    finally:
+        stop.touch()
+        assert process.wait(timeout=60) == 0

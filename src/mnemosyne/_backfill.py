@@ -67,11 +67,15 @@ class Backfill:
             self._done_in_background += self._fill(None, 0, 0, halted)
 
     def _fill(self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool]) -> int:
-        done = 0
+        """Embed the memories missing a vector when the pass starts, in seq order. Ones
+        written later are left to the next pass: a process storing memories without
+        vectors (no model, or another model) would otherwise keep the pass going."""
+        done, after, up_to = 0, 0, self._store.newest_seq()
         while not halted() and self._slot.ready:
-            batch = self._store.missing_vectors(BATCH)
+            batch = self._store.missing_vectors(BATCH, after, up_to)
             if not batch:
                 break
+            after = batch[-1][0]
             vectors = self._slot.embed([content for _, content in batch])
             if vectors is None or self._slot.signature is None:
                 break

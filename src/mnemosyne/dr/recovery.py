@@ -15,6 +15,7 @@ target, keeps the replaced database as a safety copy, and swaps atomically.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from ..errors import (
     BackupError,
+    DatabaseBusyError,
     InvalidInputError,
     MnemosyneError,
     NotADatabaseError,
@@ -42,9 +44,11 @@ from ..storage.sqlite.backup_file import (
     timestamp_for_names,
     write_backup,
 )
-from ..storage.sqlite.connection import open_read_only, translate
+from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only, translate
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
 from ..storage.sqlite.snapshot import fsync_dir, fsync_file
+
+log = logging.getLogger("mnemosyne.dr")
 
 __all__ = [
     "MANIFEST_SUFFIX",
@@ -67,6 +71,14 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
     source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")
     if not source.is_file():
         raise BackupError(f"there is no database at {source} to back up", source)
+    manifest = _snapshot(source, target)
+    if manifest.schema_version == LATEST_VERSION:
+        _record_backup_time(source)
+    return manifest
+
+
+def _snapshot(source: Path, target: Path) -> BackupManifest:
+    """Copy the database at ``source``, as committed, to a new backup at ``target``."""
     check_backup_target(source, target)  # before the source is even opened
     try:
         conn = open_read_only(source)
@@ -74,16 +86,13 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
         raise translate(exc, source, "open the database to back up") from exc
     with closing(conn):
         try:
-            version = _backup_source_version(conn, source)
+            _backup_source_version(conn, source)
         except sqlite3.Error as exc:
             raise translate(exc, source, "read the database to back up") from exc
         try:
-            manifest = write_backup(conn, source, target)
+            return write_backup(conn, source, target)
         except (OSError, sqlite3.Error) as exc:
             raise BackupError(f"cannot write the backup {target}: {exc}; nothing was written", target) from exc
-    if version == LATEST_VERSION:
-        _record_backup_time(source)
-    return manifest
 
 
 def _backup_source_version(conn: sqlite3.Connection, source: Path) -> int:
@@ -109,10 +118,11 @@ def _record_backup_time(source: Path) -> None:
             store.set_meta("last_backup_at", repr(time.time()))
         finally:
             store.close()
-    except ReadOnlyDatabaseError:
-        # A database on a read-only disk can still be backed up; it just cannot
-        # record when, and the backup just made is complete and verified.
-        pass
+    except (ReadOnlyDatabaseError, DatabaseBusyError) as exc:
+        # A database on a read-only disk, or held by a long write, can still be
+        # backed up; the backup just made is complete and verified, only its time
+        # goes unrecorded.
+        log.warning("backup: %s was backed up, but the time of the backup is not recorded in it: %s", source, exc)
 
 
 def verify_backup(backup_path: str | Path) -> BackupManifest:
@@ -145,13 +155,18 @@ def verify_backup(backup_path: str | Path) -> BackupManifest:
 def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManifest:
     """Replace ``db_path`` with the verified backup; return the backup's manifest.
 
-    The backup is verified, then copied next to the target and verified again, all
-    before the target is touched. If a database already exists at ``db_path``, it is
-    first saved as ``<db>.pre-restore-<time>.bak`` (with its own manifest). A healthy
-    target is overwritten through SQLite's backup API in one transaction, so other
-    processes with the database open see either the old or the restored contents;
-    an unreadable target is moved aside with its ``-wal``/``-shm`` files and the
-    restored file is renamed into place.
+    The backup is verified, copied next to the target, verified again, upgraded to
+    this version's schema and marked as restored (in its audit log, and with a new
+    index epoch that makes other processes reload), all before the target is
+    touched. A healthy target is then overwritten through SQLite's backup API in
+    one transaction: other processes with the database open see either the old or
+    the restored contents, in the schema they expect. Once that transaction holds
+    the target's write lock, and before any page is replaced, the target as it is
+    is saved as ``<db>.pre-restore-<time>.bak`` (with its own manifest), so no
+    write committed before the restore is lost. An interrupted restore changes
+    nothing. An unreadable target is moved aside with its ``-wal``/``-shm`` files
+    and the restored file renamed into place: stop the processes using it first,
+    as they would go on writing to the file moved aside.
     """
     backup, target = _as_path(backup_path, "backup_path"), _as_path(db_path, "db_path")
     manifest = verify_backup(backup)
@@ -159,21 +174,45 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
         raise InvalidInputError(f"db_path {target} is a directory; pass the database file path")
     _refuse_foreign_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staged = target.with_name(f".{target.name}.restore-{os.getpid()}.tmp")
+    _remove_abandoned_stages(target)
+    staged = _stage_name(target, os.getpid())
     try:
         shutil.copyfile(backup, staged)
         fsync_file(staged)
         if sha256_of(staged)[0] != manifest.sha256:
             raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
+        _mark_restored(staged, backup, manifest)
         if _is_healthy_database(target):
-            create_backup(target, target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak"))
-            _copy_into_live(staged, target, backup, manifest)
+            _copy_into_live(staged, target)
         else:
             _swap_file(staged, target)
-            _record_restore(target, backup, manifest)
     finally:
-        staged.unlink(missing_ok=True)
+        for suffix in ("", "-wal", "-shm"):
+            staged.with_name(staged.name + suffix).unlink(missing_ok=True)
     return manifest
+
+
+def _stage_name(target: Path, pid: int) -> Path:
+    """Where a restore by process ``pid`` copies the backup, beside ``target``."""
+    return target.with_name(f".{target.name}.restore-{pid}.tmp")
+
+
+def _remove_abandoned_stages(target: Path) -> None:
+    """Delete copies left beside ``target`` by restores whose process died (kill -9)."""
+    for stage in target.parent.glob(f".{target.name}.restore-*.tmp"):
+        pid = stage.name.removeprefix(f".{target.name}.restore-").removesuffix(".tmp")
+        if pid.isdigit() and not _running(int(pid)):
+            stage.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _refuse_foreign_target(target: Path) -> None:
@@ -216,20 +255,43 @@ def _schema_version_on_disk(path: Path) -> int:
         return 0
 
 
-def _copy_into_live(staged: Path, target: Path, backup: Path, manifest: BackupManifest) -> None:
-    """Overwrite a healthy database in place, as one transaction other processes respect."""
+def _copy_into_live(staged: Path, target: Path) -> None:
+    """Overwrite a healthy database in place, as one transaction other processes
+    respect, saving it first as it is once that transaction holds its write lock."""
+    safety_copy = target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak")
+    check_backup_target(target, safety_copy)
+    saved = False
+    deadline = time.monotonic() + DEFAULT_BUSY_TIMEOUT_S
+
+    def save_first(status: int, remaining: int, total: int) -> None:
+        # SQLite's backup holds the target's write lock from its first successful
+        # step to its last, so nothing can commit between this copy and the overwrite.
+        nonlocal saved
+        if status in _BUSY:  # retried after a pause
+            if time.monotonic() > deadline:
+                raise DatabaseBusyError(f"another writer held {target} too long; nothing was restored", target)
+            return
+        if not saved:
+            _snapshot(target, safety_copy)
+            saved = True
+
     source = sqlite3.connect(staged)
     try:
         store = SQLiteStore(target)
         try:
-            source.backup(store.connection(), pages=-1)
+            # One page per step, so the first step cannot finish the copy before the
+            # target is saved.
+            source.backup(store.connection(), pages=1, progress=save_first)
         finally:
             store.close()
     except sqlite3.Error as exc:
         raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
     finally:
         source.close()
-    _record_restore(target, backup, manifest)
+
+
+# SQLITE_BUSY and SQLITE_LOCKED, the step results a backup retries.
+_BUSY = (5, 6)
 
 
 def _swap_file(staged: Path, target: Path) -> None:
@@ -246,9 +308,14 @@ def _swap_file(staged: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def _record_restore(target: Path, backup: Path, manifest: BackupManifest) -> None:
-    store = SQLiteStore(target)  # migrates a backup made by an older schema
+def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> None:
+    """Bring the staged copy to this version's schema and record the restore in it, so
+    the restored contents, their schema and their record go live in one transaction."""
+    store = SQLiteStore(staged)  # migrates a backup made by an older schema
     try:
+        if store.safety_backup is not None:  # the backup itself is the copy from before
+            store.safety_backup.unlink()
+            manifest_path(store.safety_backup).unlink()
         store.record_event("restore", {"backup": str(backup)})
         # The restored contents were backed up when that backup was made: their own
         # record of the last backup predates it.

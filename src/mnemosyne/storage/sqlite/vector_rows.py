@@ -50,15 +50,21 @@ class VectorRows:
             row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
-    def missing_vectors(self, limit: int) -> list[tuple[int, str]]:
-        """``(seq, content)`` of memories that have no vector yet, oldest first."""
+    def missing_vectors(self, limit: int, after: int = 0, up_to: int | None = None) -> list[tuple[int, str]]:
+        """``(seq, content)`` of memories that have no vector yet, oldest first: those
+        with a seq above ``after`` and, if given, at most ``up_to``."""
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT m.seq, m.content FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
-                "WHERE v.seq IS NULL ORDER BY m.seq LIMIT ?",
-                (limit,),
+                "WHERE v.seq IS NULL AND m.seq > ? AND m.seq <= coalesce(?, m.seq) ORDER BY m.seq LIMIT ?",
+                (after, up_to, limit),
             ).fetchall()
         return [(int(seq), str(content)) for seq, content in rows]
+
+    def newest_seq(self) -> int:
+        """The highest seq stored (0 when there is no memory)."""
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0])
 
     def vectors_by_id(self, memory_ids: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
         """The stored vector of each of these memories that has one."""
