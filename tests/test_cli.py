@@ -326,13 +326,13 @@ def test_export_to_standard_output_streams_and_appends(cli: Cli, tmp_path: Path)
         mem.remember("streamed out")
     export = f"{sys.executable} -m mnemosyne export /dev/stdout --db {cli.db}"
     piped = subprocess.run(f"{export} | cat", shell=True, capture_output=True, text=True, env=cli.env, timeout=60)
-    assert [json.loads(line)["type"] for line in piped.stdout.splitlines()[1:]] == ["memory"]
+    assert [json.loads(line)["type"] for line in piped.stdout.splitlines()[1:]] == ["memory", "end"]
     assert piped.stderr == "exported 1 memories\n"  # not mixed into the export
     log = tmp_path / "log.jsonl"
     log.write_text("a line already there\n", encoding="utf-8")
     subprocess.run(f"{export} -q >> {log}", shell=True, check=True, env=cli.env, timeout=60)
     lines = log.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "a line already there" and "streamed out" in lines[-1]
+    assert lines[0] == "a line already there" and "streamed out" in lines[-2]
 
 
 def test_a_reader_that_stops_early_ends_the_command_quietly(cli: Cli) -> None:

@@ -140,6 +140,13 @@ def test_numbers_keep_near_identical_texts_apart():
     assert plan.counts["merged"] == 0
 
 
+def test_the_same_numbers_in_another_order_are_another_fact():
+    texts = ["Order 3 ships in 7 days to the Lisbon warehouse", "Order 7 ships in 3 days to the Lisbon warehouse"]
+    records = [record(i, t, NOW - DAY * 3 + i) for i, t in enumerate(texts)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.counts["merged"] == 0
+
+
 def test_vectors_merge_paraphrases_that_words_alone_would_not():
     texts = ["deploy friday evening server", "server deploy evening friday window slot",
              "budget review invoice"]

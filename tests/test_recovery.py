@@ -520,9 +520,17 @@ def unreadable_manifest(good: Path, work: Path) -> Path:
     return bad
 
 
+def manifest_with_wrong_types(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "edited.bak", with_manifest=False)
+    fields = json.loads(manifest_path(good).read_text(encoding="utf-8"))
+    manifest_path(bad).write_text(json.dumps({**fields, "sha256": None, "schema_version": "5"}), encoding="utf-8")
+    return bad
+
+
 BAD_BACKUPS = [
     corrupt, truncated, truncated_with_matching_manifest, random_bytes, text_file,
     text_file_with_matching_manifest, without_manifest, manifest_of_another_backup, unreadable_manifest,
+    manifest_with_wrong_types,
 ]
 
 

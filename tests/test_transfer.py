@@ -111,8 +111,9 @@ def test_export_file_format(source: Path, tmp_path: Path) -> None:
     assert calls[0] == (0, 8) and calls[-1] == (8, 8)
     lines = export.read_text(encoding="utf-8").splitlines()
     assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 3}
-    records = [json.loads(line) for line in lines[1:]]
+    records = [json.loads(line) for line in lines[1:-1]]
     assert len(records) == 8 and {r["type"] for r in records} == {"memory"}
+    assert json.loads(lines[-1]) == {"type": "end", "records": 8}
     assert [r["id"] for r in records] == sorted(r["id"] for r in records)
     assert "Zürich" in export.read_text(encoding="utf-8")  # UTF-8, not \u escapes
     for r in records:
@@ -141,19 +142,20 @@ def test_export_includes_every_session(source: Path, tmp_path: Path) -> None:
     export = tmp_path / "memories.jsonl"
     with Mnemosyne(session_id="gamma-has-nothing", db_path=source) as mem:
         assert mem.export_jsonl(export) == 8
-    records = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()[1:]]
+    records = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()[1:-1]]
     assert {r["id"] for r in records} == set(snapshot(source))
     assert {(r["session_id"], r["scope"]) for r in records} == {
         ("alpha", "session"), ("alpha", "global"), ("beta", "session"), ("beta", "global"),
     }
 
 
-def test_empty_database_exports_a_header_only(tmp_path: Path) -> None:
+def test_empty_database_exports_a_header_and_an_end(tmp_path: Path) -> None:
     export = tmp_path / "empty.jsonl"
     with Mnemosyne(db_path=tmp_path / "empty.db") as mem:
         assert mem.export_jsonl(export) == 0
         assert mem.import_jsonl(export) == 0
-    assert len(export.read_text(encoding="utf-8").splitlines()) == 1
+    assert [json.loads(line).get("type") for line in export.read_text(encoding="utf-8").splitlines()] == [
+        None, "end"]
 
 
 def missing(field: str) -> dict[str, Any]:
@@ -299,7 +301,7 @@ def test_episodes_links_and_sleep_state_survive_export_and_import(slept: tuple[P
     assert max(row["occurrences"] for row in copied["memories"]) == 2
 
     lines = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()[1:]]
-    assert [line["type"] for line in lines] == ["episode"] * 2 + ["memory"] * 14 + ["link"] * 8
+    assert [line["type"] for line in lines] == ["episode"] * 2 + ["memory"] * 14 + ["link"] * 8 + ["end"]
 
 
 def test_reads_behave_the_same_after_import(slept: tuple[Path, Path], tmp_path: Path):
@@ -372,9 +374,10 @@ def test_an_older_export_does_not_bring_back_what_was_forgotten(slept: tuple[Pat
     lines = export.read_text(encoding="utf-8").splitlines()
     # The originals alone, as an export taken before sleep summarised them would hold.
     originals = tmp_path / "originals.jsonl"
-    originals.write_text("\n".join([lines[0], *(
-        line for line in lines[1:] if json.loads(line)["type"] == "memory" and json.loads(line)["kind"] != "summary"
-    )]) + "\n", encoding="utf-8")
+    records = [json.loads(line) for line in lines[1:]]
+    kept = [json.dumps(r) for r in records if r["type"] == "memory" and r["kind"] != "summary"]
+    end = json.dumps({"type": "end", "records": len(kept)})
+    originals.write_text("\n".join([lines[0], *kept, end]) + "\n", encoding="utf-8")
     db = tmp_path / "target.db"
     with Mnemosyne(session_id="alpha", db_path=db) as mem:
         mem.import_jsonl(originals)
@@ -561,3 +564,22 @@ def test_a_shared_memory_forgotten_is_not_shared_again_after_import(tmp_path: Pa
     assert recorded == 1  # the second import added nothing
     with Mnemosyne(session_id="b", db_path=fresh) as b:
         assert [m.content for m in b.recall("staging password")] == [text]  # b's own copy
+
+
+@pytest.mark.parametrize("cut", ["links and end", "end only", "after the end", "spliced"])
+def test_an_export_cut_short_or_spliced_imports_nothing(slept: tuple[Path, Path], tmp_path: Path, cut: str) -> None:
+    _, export = slept
+    lines = export.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[-1]) == {"type": "end", "records": len(lines) - 2}
+    damaged = {
+        "links and end": lines[:-3],  # every line still valid JSON: cut at a line boundary
+        "end only": lines[:-1],
+        "after the end": [*lines, lines[1]],
+        "spliced": [lines[0], *lines[2:]],  # a record taken out: the end line's count is wrong
+    }[cut]
+    path = tmp_path / "damaged.jsonl"
+    path.write_text("\n".join(damaged) + "\n", encoding="utf-8")
+    with Mnemosyne(db_path=tmp_path / "target.db") as mem:
+        with pytest.raises(InvalidInputError, match="nothing was imported"):
+            mem.import_jsonl(path)
+    assert tables(tmp_path / "target.db") == {"memories": [], "episodes": [], "memory_links": []}

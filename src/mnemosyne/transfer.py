@@ -16,8 +16,11 @@ texts sleep must not share again::
     {"type": "link", "src_id": "...", "dst_id": "...", "kind": "summarises",
      "run_id": "...", "created_at": "..."}
     {"type": "unshared", "key": "9f86d0..."}
+    {"type": "end", "records": 4}
 
-(each record is one line in the file). Times are ISO 8601 in UTC, to the
+(each record is one line in the file). The end line counts the records before it:
+a file cut short at a line boundary is valid line by line, and only its missing
+end line tells. Times are ISO 8601 in UTC, to the
 microsecond. A link says its ``src_id`` memory stands for its ``dst_id`` memory:
 a summary ``summarises`` its sources, a kept copy ``merges`` its duplicates, a
 newer fact ``supersedes`` an older one; ``forget`` follows them. ``access_count``
@@ -151,14 +154,16 @@ def _write_lines(
     handle.write(json.dumps({"format": FORMAT, "version": VERSION}) + "\n")
     if progress is not None:
         progress(0)
-    count = 0
+    count = lines = 0
     for kind, columns in records:
         line = {"type": kind, **{k: _iso(v) if k in _TIMES else v for k, v in columns.items()}}
         handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        lines += 1
         if kind == "memory":
             count += 1
             if progress is not None:
                 progress(count)
+    handle.write(json.dumps({"type": "end", "records": lines}) + "\n")
     return count
 
 
@@ -167,13 +172,26 @@ def read_jsonl(path: Path) -> Export:
     check_readable(path)
     parsed = _Reader()
     version = 1  # a file without a header is a version 1 file
+    end: int | None = None  # the line of the end record (version 3 on)
+    last = 0
     for number, line in _numbered_lines(path):
         if not line.strip():
             continue
+        last = number
+        if end is not None:
+            raise InvalidInputError(f"{path}:{number} follows the end line ({end}); nothing was imported")
         try:
             record = json.loads(line)
         except ValueError as exc:
             raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
+        if version >= 3 and isinstance(record, dict) and record.get("type") == "end":
+            if record != {"type": "end", "records": parsed.count}:
+                raise InvalidInputError(
+                    f"{path}:{number}: the end line says {record!r}, but {parsed.count} records came "
+                    "before it: the file was edited or spliced; nothing was imported"
+                )
+            end = number
+            continue
         if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
             if record.get("version") not in (1, 2, VERSION):
                 raise InvalidInputError(
@@ -186,6 +204,12 @@ def read_jsonl(path: Path) -> Export:
             parsed.add(record, version, f"{path}:{number}")
         except InvalidInputError as exc:
             raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+    if version >= 3 and end is None:
+        # Cut at a line boundary, a file is valid line by line: only this tells.
+        raise InvalidInputError(
+            f"{path} stops at line {last} without its end line: the export was cut short "
+            "(a copy or transfer that did not finish); nothing was imported"
+        )
     return parsed.export
 
 
@@ -209,8 +233,11 @@ class _Reader:
         self._episodes: set[str] = set()
         self._links: set[tuple[str, str, str]] = set()
         self._unshared: set[str] = set()
+        self.count = 0  # records added
+
 
     def add(self, record: Any, version: int, where: str) -> None:
+        self.count += 1
         if not isinstance(record, dict):
             raise InvalidInputError("each line must be a JSON object")
         if version == 1:

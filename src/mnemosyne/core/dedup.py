@@ -58,9 +58,10 @@ _VALUE_WORDS = frozenset(
 )
 
 
-def values(words: frozenset[str]) -> frozenset[str]:
-    """The words of a text that state numbers, days, months or negation."""
-    return frozenset(w for w in words if w in _VALUE_WORDS or any(c.isdigit() for c in w))
+def values(text: str) -> tuple[str, ...]:
+    """The words of ``text`` that state numbers, days, months or negation, in order:
+    "order 3 ships in 7 days" and "order 7 ships in 3 days" say different things."""
+    return tuple(w for w in tokenize(text) if w in _VALUE_WORDS or any(c.isdigit() for c in w))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -85,7 +86,7 @@ def duplicate_groups(
     """
     n = len(ids)
     sets = [word_set(text) for text in texts]
-    numbers = [values(words) for words in sets]
+    numbers = [values(text) for text in texts]
     frequency: Counter[str] = Counter()
     for words in sets:
         frequency.update(words)
@@ -137,7 +138,7 @@ def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
     if content_hash(kept) == content_hash(copy):
         return True
     a, b = word_set(kept), word_set(copy)
-    return len(b) >= rules.min_tokens and values(a) == values(b) and _lexical_duplicate(a, b, rules)
+    return len(b) >= rules.min_tokens and values(kept) == values(copy) and _lexical_duplicate(a, b, rules)
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:

@@ -341,9 +341,24 @@ def _read_manifest(backup: Path) -> BackupManifest:
             backup,
         )
     try:
-        return BackupManifest(**json.loads(path.read_text(encoding="utf-8")))
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        manifest = BackupManifest(**fields)
     except (ValueError, TypeError) as exc:
         raise BackupError(f"the manifest {path} is unreadable: {exc}", backup) from exc
+    for name, kind in _MANIFEST_TYPES.items():
+        value = getattr(manifest, name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise BackupError(
+                f"the manifest {path} is damaged: {name} must be a {kind.__name__}, got {value!r}", backup
+            )
+    return manifest
+
+
+# What each manifest field holds, checked before any is used.
+_MANIFEST_TYPES: dict[str, type] = {
+    "format": int, "sha256": str, "size_bytes": int, "schema_version": int, "memory_count": int,
+    "counts_by_status": dict, "created_at": str, "source_db": str, "mnemosyne_version": str,
+}
 
 
 def _check_database(path: Path) -> None:

@@ -142,6 +142,9 @@ class Database:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        # How many operations each connection is inside: close() must not pull one
+        # out from under a thread that is using it (that crashed the interpreter).
+        self._in_use: dict[sqlite3.Connection, int] = {}
         self._closed = False
 
     def connect(self) -> sqlite3.Connection:
@@ -205,48 +208,71 @@ class Database:
 
         self.run("open the database", setup)
 
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, marked in use until the block ends; closed then if
+        the database was closed meanwhile."""
+        conn = self.connect()
+        with self._all_lock:
+            if self._closed:
+                raise StorageError(f"{self.path} is closed; open a new Mnemosyne instance", self.path)
+            self._in_use[conn] = self._in_use.get(conn, 0) + 1
+        try:
+            yield conn
+        finally:
+            with self._all_lock:
+                depth = self._in_use.pop(conn) - 1
+                if depth:
+                    self._in_use[conn] = depth
+                last_user = not depth and self._closed and conn in self._all
+                if last_user:
+                    self._all.remove(conn)
+            if last_user:
+                self._local.conn = None
+                conn.close()
+
     def run(self, action: str, fn: Callable[[sqlite3.Connection], T], deadline: float | None = None) -> T:
         """Call ``fn(conn)`` outside any transaction, retrying while the database is busy."""
-        conn = self.connect()
-        end = time.monotonic() + (self.busy_timeout if deadline is None else deadline)
-        delay = _BACKOFF_START_S
-        while True:
-            try:
-                self._set_wait(conn, end)
-                return fn(conn)
-            except sqlite3.Error as exc:
-                self._rollback(conn)
-                if not is_busy(exc) or time.monotonic() >= end:
-                    raise translate(exc, self.path, action) from exc
-            delay = _sleep(delay, end)
+        with self._using() as conn:
+            end = time.monotonic() + (self.busy_timeout if deadline is None else deadline)
+            delay = _BACKOFF_START_S
+            while True:
+                try:
+                    self._set_wait(conn, end)
+                    return fn(conn)
+                except sqlite3.Error as exc:
+                    self._rollback(conn)
+                    if not is_busy(exc) or time.monotonic() >= end:
+                        raise translate(exc, self.path, action) from exc
+                delay = _sleep(delay, end)
 
     @contextmanager
     def read(self, action: str = "read") -> Iterator[sqlite3.Connection]:
         """A read transaction: one consistent snapshot; in WAL mode it never blocks writers."""
-        conn = self.connect()
-        if conn.in_transaction:  # nested in another read or write: share its snapshot
+        with self._using() as conn:
+            if conn.in_transaction:  # nested in another read or write: share its snapshot
+                try:
+                    yield conn
+                except sqlite3.Error as exc:
+                    raise translate(exc, self.path, action) from exc
+                return
+
+            def begin(c: sqlite3.Connection) -> None:
+                c.execute("BEGIN")
+                # Touching the schema takes the read lock (and the WAL snapshot) now,
+                # inside the retry loop, rather than at the caller's first query.
+                c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+
+            self.run(action, begin)
             try:
                 yield conn
-            except sqlite3.Error as exc:
-                raise translate(exc, self.path, action) from exc
-            return
-
-        def begin(c: sqlite3.Connection) -> None:
-            c.execute("BEGIN")
-            # Touching the schema takes the read lock (and the WAL snapshot) now,
-            # inside the retry loop, rather than at the caller's first query.
-            c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-
-        self.run(action, begin)
-        try:
-            yield conn
-        except BaseException as exc:
-            self._rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise translate(exc, self.path, action) from exc
-            raise
-        else:
-            self._finish(conn, action, time.monotonic() + self.busy_timeout)
+            except BaseException as exc:
+                self._rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, self.path, action) from exc
+                raise
+            else:
+                self._finish(conn, action, time.monotonic() + self.busy_timeout)
 
     @contextmanager
     def write(self, action: str = "write", deadline: float | None = None) -> Iterator[sqlite3.Connection]:
@@ -254,18 +280,18 @@ class Database:
 
         ``deadline`` (seconds) overrides ``busy_timeout`` for this one transaction.
         """
-        conn = self.connect()
-        end = time.monotonic() + (self.busy_timeout if deadline is None else deadline)
-        self._begin(conn, action, end)
-        try:
-            yield conn
-        except BaseException as exc:
-            self._rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise translate(exc, self.path, action) from exc
-            raise
-        else:
-            self._finish(conn, action, end)
+        with self._using() as conn:
+            end = time.monotonic() + (self.busy_timeout if deadline is None else deadline)
+            self._begin(conn, action, end)
+            try:
+                yield conn
+            except BaseException as exc:
+                self._rollback(conn)
+                if isinstance(exc, sqlite3.Error):
+                    raise translate(exc, self.path, action) from exc
+                raise
+            else:
+                self._finish(conn, action, end)
 
     def _begin(self, conn: sqlite3.Connection, action: str, end: float) -> None:
         delay = _BACKOFF_START_S
@@ -328,11 +354,13 @@ class Database:
         return self._closed
 
     def close(self) -> None:
-        """Close every thread's connection."""
-        self._closed = True
+        """Close every thread's connection: idle ones now, one in use when its thread's
+        operation ends (later operations raise :class:`StorageError`)."""
         with self._all_lock:
-            conns, self._all = self._all, []
-        for conn in conns:
+            self._closed = True
+            idle = [conn for conn in self._all if conn not in self._in_use]
+            self._all = [conn for conn in self._all if conn in self._in_use]
+        for conn in idle:
             try:
                 conn.close()
             except sqlite3.Error:
