@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Mnemosyne, StorageError
+from mnemosyne.core.fingerprint import content_hash
 from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
 from mnemosyne.testing import HashEmbedder
 
@@ -117,3 +118,34 @@ def test_concurrent_openers_migrate_once(v1_db: Path):
     assert versions == list(range(1, LATEST_VERSION + 1))
     # The upgrade ran once, so the database was copied aside once.
     assert len(list(v1_db.parent.glob("old.db.pre-v*.bak"))) == 1
+
+
+def test_what_an_older_release_still_running_stores_is_indexed_for_words(tmp_path: Path):
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v4.db", db)
+
+    def stored_by_an_older_release(text: str, seq: int) -> None:
+        # As the previous release inserts: the row alone, its text left to a trigger
+        # that the upgrade dropped.
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO memories (seq, id, session_id, scope, kind, status, content, content_hash, source, "
+                "importance, metadata, created_at, recorded_at, updated_at) VALUES "
+                "(?, ?, 'weekly-reports', 'session', 'episodic', 'active', ?, ?, 'agent', 0.5, '{}', 1, 1, 1)",
+                (seq, f"0190aaaa-0000-7000-8000-00000000{seq:04d}", text, content_hash(text)),
+            )
+
+    with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as mem:  # upgrades
+        stored_by_an_older_release("The kumquat order arrives on Friday.", 100)
+        assert not word_index_ok(mem)  # not indexed yet
+        mem.sleep()  # idle time indexes it
+        assert mem.recall("kumquat", explain=True)[0].explanation["content"] > 0
+        stored_by_an_older_release("The rambutan order arrives on Monday.", 101)
+    with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as mem:  # so does opening
+        assert mem.recall("rambutan", explain=True)[0].explanation["content"] > 0
+        assert word_index_ok(mem)
+
+
+def word_index_ok(mem: Mnemosyne) -> bool:
+    (check,) = [c for c in mem.doctor().checks if c.name == "index:memories_fts"]
+    return check.ok

@@ -284,6 +284,7 @@ class SleepMixin:
         )
         if not dry_run:  # idle time is when to tidy the text indexes that recall reads
             try:
+                self._store.index_missing_text()
                 steps = self._store.compact_text_indexes(stop=stop)
                 log.debug("sleep: text indexes merged in %d steps", steps)
             except DatabaseBusyError as exc:  # the consolidation stands; merging can wait for the next sleep

@@ -15,7 +15,14 @@ import numpy as np
 
 from ...core.consolidation import SHARED_SESSION, sharing_key
 from ...core.signature import same_embedder
-from ...errors import InvalidInputError, MemoryNotFoundError, NotADatabaseError, StorageError
+from ...errors import (
+    DatabaseBusyError,
+    InvalidInputError,
+    MemoryNotFoundError,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+    StorageError,
+)
 from ...models import Memory
 from ..base import Filters, NewMemory, Store
 from .access import AccessRecorder
@@ -60,6 +67,7 @@ class SQLiteStore(VectorRows):
         try:
             self._db.prepare()
             self.safety_backup = migrate(self._db)
+            self.index_missing_text()
         except BaseException:
             self._db.close()
             raise
@@ -331,6 +339,31 @@ class SQLiteStore(VectorRows):
                 (memory_id, viewer_session),
             ).fetchone()
         return None if row is None else row_to_memory(row)
+
+    def index_missing_text(self) -> int:
+        """Index the text of memories the word index lacks; return how many.
+
+        This release indexes a memory's text as it inserts the row (see migration 5),
+        where older releases left it to a trigger that migration 5 dropped. A process
+        of an older release still running after an upgrade (a rolling deploy) stores
+        memories that nothing indexes: they are indexed here, when a process of this
+        release opens the database or sleeps. Counting costs a few milliseconds at
+        100k memories; the write happens only when something is missing.
+        """
+        with self._db.read() as conn:
+            missing = conn.execute(
+                "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories_fts_docsize)"
+            ).fetchone()[0]
+        if missing <= 0:
+            return 0
+        try:
+            with self._db.write("index the text of memories an older release stored") as conn:
+                return conn.execute(
+                    "INSERT INTO memories_fts (rowid, content) SELECT seq, content FROM memories AS m "
+                    "WHERE NOT EXISTS (SELECT 1 FROM memories_fts_docsize AS d WHERE d.id = m.seq)"
+                ).rowcount
+        except (ReadOnlyDatabaseError, DatabaseBusyError):
+            return 0  # read-only here, or busy: the next open or sleep indexes them
 
     def compact_text_indexes(
         self, pages_per_step: int = MERGE_PAGES_PER_STEP, stop: threading.Event | None = None
