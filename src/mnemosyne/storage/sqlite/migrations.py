@@ -232,8 +232,10 @@ _V5_TEXT_INDEXED_BY_THE_INSERT = """
 -- A new row's text reaches the full-text index from the insert itself (store.py),
 -- not from a trigger. A trigger's write runs under a statement savepoint, and FTS5
 -- flushes its pending terms to disk at every savepoint: each memory was written as
--- an index segment of its own, to be merged again. That was about 45% of the time
--- of a bulk ingest at 100k memories. Deletes and edits, one at a time, keep theirs.
+-- an index segment of its own, to be merged again. That was a quarter to nearly half
+-- of a bulk ingest's time at 100k memories. Deletes and edits, one at a time, keep
+-- theirs. Rows that a process of an older release still inserts without indexing
+-- them are indexed by store.index_missing_text.
 DROP TRIGGER memories_fts_insert;
 """
 
