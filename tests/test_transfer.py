@@ -583,3 +583,23 @@ def test_an_export_cut_short_or_spliced_imports_nothing(slept: tuple[Path, Path]
         with pytest.raises(InvalidInputError, match="nothing was imported"):
             mem.import_jsonl(path)
     assert tables(tmp_path / "target.db") == {"memories": [], "episodes": [], "memory_links": []}
+
+
+def test_merging_databases_that_hold_the_same_retried_write_keeps_its_links(tmp_path: Path) -> None:
+    texts = ["Order 1182 shipped to the Lisbon warehouse", "Order 1183 packed for the Porto store",
+             "Order 1184 packed for the Braga store"]
+    when = [NOW - 5 * DAY + i * 60 for i in range(3)]
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "a.db") as a:
+        a.remember(texts[0], idempotency_key="order-1182-shipped", created_at=when[0])
+        for text, at in zip(texts[1:], when[1:], strict=True):
+            a.remember(text, created_at=at)
+        assert a.sleep(policy=SleepPolicy(consolidate="all")).summaries == 1
+        a.export_jsonl(tmp_path / "a.jsonl")
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "b.db") as b:
+        own = b.remember(texts[0], idempotency_key="order-1182-shipped", created_at=when[0])
+
+        assert b.import_jsonl(tmp_path / "a.jsonl") == 3  # its copy of the keyed write is b's own
+
+        (summary,) = [m for m in b.recall("order packed", include_consolidated=True) if m.kind == "summary"]
+        b.forget(own)  # the summary's link reached b's copy: its quote goes with it
+        assert "1182" not in b.get(summary.id).content

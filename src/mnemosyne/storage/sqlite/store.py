@@ -257,6 +257,7 @@ class SQLiteStore(VectorRows):
         added = 0
         kept = usage or {}
         forgotten: dict[str, str] = {}  # id -> the text an old export still holds
+        stored_as: dict[str, str] = {}  # a file's id -> the id its idempotency key has here
         touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
             conn.executemany(
@@ -272,9 +273,11 @@ class SQLiteStore(VectorRows):
                     forgotten[memory.id] = memory.content
                 elif exists is None:
                     try:
-                        _, seq = self._insert_one(conn, memory, "import")
+                        stored_id, seq = self._insert_one(conn, memory, "import")
                     except InvalidInputError as exc:  # its idempotency key names another memory
                         raise InvalidInputError(f"memory {memory.id}: {exc}; nothing was imported") from exc
+                    if stored_id != memory.id:  # the same write, stored here under its own id
+                        stored_as[memory.id] = stored_id
                     if seq is not None:
                         if memory.id in kept:
                             conn.execute(
@@ -288,6 +291,10 @@ class SQLiteStore(VectorRows):
             to_unquote = [(link["src_id"], link["dst_id"]) for link in links
                           if link["dst_id"] in forgotten and link["kind"] == "summarises"]
             links = [link for link in links if not {link["src_id"], link["dst_id"]}.intersection(forgotten)]
+            # Merging databases that both hold one retried write: its links hold here too.
+            links = [{**link, "src_id": stored_as.get(link["src_id"], link["src_id"]),
+                      "dst_id": stored_as.get(link["dst_id"], link["dst_id"])} for link in links]
+            links = [link for link in links if link["src_id"] != link["dst_id"]]
             for link in links:
                 for end in (link["src_id"], link["dst_id"]):
                     if conn.execute("SELECT 1 FROM memories WHERE id = ?", (end,)).fetchone() is None:
