@@ -68,6 +68,12 @@ def test_remember_many_accepts_keys_and_one_bad_item_stores_nothing(mem: Mnemosy
     assert mem.get_stats().total == 3
     with pytest.raises(InvalidInputError, match="idempotency_key"):
         mem.remember("x", idempotency_key="")
+    # One key for two texts in one batch: refused before anything is stored, naming the
+    # items (the first of them is not stored, so it has no id to name).
+    with pytest.raises(InvalidInputError, match="items 0 and 2 share idempotency_key 'k5'"):
+        mem.remember_many([item("five", "k5"), item("six", "k6"), item("not five", "k5")])
+    assert mem.get_stats().total == 3
+    assert len(set(mem.remember_many([item("seven", "k7"), item("seven", "k7")]))) == 1  # a retry in a batch
 
 
 def test_threads_racing_on_one_key_store_it_once(mem: Mnemosyne):

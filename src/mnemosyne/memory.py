@@ -195,6 +195,16 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
                 prepared.append(self._prepare(**fields))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"item {index}: {exc}") from exc
+        first_with_key: dict[str, int] = {}
+        for index, memory in enumerate(prepared):
+            if memory.idempotency_key is None:
+                continue
+            first = first_with_key.setdefault(memory.idempotency_key, index)
+            if prepared[first].content_hash != memory.content_hash:
+                raise InvalidInputError(
+                    f"items {first} and {index} share idempotency_key {memory.idempotency_key!r} but not "
+                    "their content; give each its own key (nothing was stored)"
+                )
         return self._insert(prepared) if prepared else []
 
     def update(
