@@ -264,15 +264,8 @@ class Database:
                 c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
 
             self.run(action, begin)
-            try:
+            with self._committed(conn, action):
                 yield conn
-            except BaseException as exc:
-                self._rollback(conn)
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, self.path, action) from exc
-                raise
-            else:
-                self._finish(conn, action, time.monotonic() + self.busy_timeout)
 
     @contextmanager
     def write(self, action: str = "write", deadline: float | None = None) -> Iterator[sqlite3.Connection]:
@@ -283,15 +276,22 @@ class Database:
         with self._using() as conn:
             end = time.monotonic() + (self.busy_timeout if deadline is None else deadline)
             self._begin(conn, action, end)
-            try:
+            with self._committed(conn, action, end):
                 yield conn
-            except BaseException as exc:
-                self._rollback(conn)
-                if isinstance(exc, sqlite3.Error):
-                    raise translate(exc, self.path, action) from exc
-                raise
-            else:
-                self._finish(conn, action, end)
+
+    @contextmanager
+    def _committed(self, conn: sqlite3.Connection, action: str, end: float | None = None) -> Iterator[None]:
+        """Commit the open transaction after the block (by ``end``, or within
+        ``busy_timeout`` of the block's end); roll it back if the block raises."""
+        try:
+            yield
+        except BaseException as exc:
+            self._rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc, self.path, action) from exc
+            raise
+        else:
+            self._finish(conn, action, time.monotonic() + self.busy_timeout if end is None else end)
 
     def _begin(self, conn: sqlite3.Connection, action: str, end: float) -> None:
         delay = _BACKOFF_START_S
