@@ -255,6 +255,10 @@ def _schema_version_on_disk(path: Path) -> int:
         return 0
 
 
+# SQLITE_BUSY and SQLITE_LOCKED, the step results a backup retries.
+_BUSY = (5, 6)
+
+
 def _copy_into_live(staged: Path, target: Path) -> None:
     """Overwrite a healthy database in place, as one transaction other processes
     respect, saving it first as it is once that transaction holds its write lock."""
@@ -288,10 +292,6 @@ def _copy_into_live(staged: Path, target: Path) -> None:
         raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
     finally:
         source.close()
-
-
-# SQLITE_BUSY and SQLITE_LOCKED, the step results a backup retries.
-_BUSY = (5, 6)
 
 
 def _swap_file(staged: Path, target: Path) -> None:
@@ -341,8 +341,7 @@ def _read_manifest(backup: Path) -> BackupManifest:
             backup,
         )
     try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
-        manifest = BackupManifest(**fields)
+        manifest = BackupManifest(**json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as exc:
         raise BackupError(f"the manifest {path} is unreadable: {exc}", backup) from exc
     for name, kind in _MANIFEST_TYPES.items():
