@@ -136,6 +136,13 @@ def test_what_an_older_release_still_running_stores_is_indexed_for_words(tmp_pat
             )
 
     with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as mem:  # upgrades
+        # Not indexed yet, yet it can be edited and forgotten.
+        for seq in (98, 99):
+            stored_by_an_older_release(f"Memory {seq} of an older release.", seq)
+        mem.update("0190aaaa-0000-7000-8000-000000000098", content="Edited since.")
+        mem.forget("0190aaaa-0000-7000-8000-000000000099")
+        assert word_index_ok(mem)  # the edit indexed its new text; nothing was taken out twice
+        assert mem.recall("edited since", explain=True)[0].explanation["content"] > 0
         stored_by_an_older_release("The kumquat order arrives on Friday.", 100)
         assert not word_index_ok(mem)  # not indexed yet
         mem.sleep()  # idle time indexes it

@@ -235,8 +235,20 @@ _V5_TEXT_INDEXED_BY_THE_INSERT = """
 -- an index segment of its own, to be merged again. That was a quarter to nearly half
 -- of a bulk ingest's time at 100k memories. Deletes and edits, one at a time, keep
 -- theirs. Rows that a process of an older release still inserts without indexing
--- them are indexed by store.index_missing_text.
+-- them are indexed by store.index_missing_text; until then, FTS5 refuses to delete
+-- what it never held ("malformed"), so deletes and edits only take out text it has.
 DROP TRIGGER memories_fts_insert;
+DROP TRIGGER memories_fts_delete;
+CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories
+WHEN EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = old.seq) BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+END;
+DROP TRIGGER memories_fts_update;
+CREATE TRIGGER memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content)
+        SELECT 'delete', old.seq, old.content WHERE EXISTS (SELECT 1 FROM memories_fts_docsize WHERE id = old.seq);
+    INSERT INTO memories_fts (rowid, content) VALUES (new.seq, new.content);
+END;
 """
 
 
