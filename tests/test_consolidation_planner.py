@@ -342,6 +342,10 @@ def test_forgetting_takes_whole_quoted_sentences_out_of_a_summary(body: str, for
         ("Started the rollout Paged on-call hunter2", "Paged on-call hunter2", ["Started the rollout"],
          "Started the rollout"),
         ("That is ok with me Deploy done", "ok", ["That is ok with me", "Deploy done"], None),  # inside a quote
+        ("Paged on-call twice about the disk. Replaced it.", "Paged on-call",  # the start of another quote
+         ["Paged on-call twice about the disk.", "Replaced it."], None),
+        ("Paged on-call Paged on-call twice. Replaced it.", "Paged on-call",
+         ["Paged on-call twice.", "Replaced it."], "Paged on-call twice. Replaced it."),
         ("Started the rollout Paged on-call hunter2", "Paged on-call hunter2", [], None),  # no way to tell
     ],
 )

@@ -134,15 +134,17 @@ def _without_quotes(piece: str, gone: Sequence[str], others: Sequence[str], last
     kept: list[str] = []
     rest = piece
     while rest:
-        dropped = _leading_quote(rest, gone)
-        if dropped is not None:
+        dropped, quoted = _leading_quote(rest, gone), _leading_quote(rest, others)
+        # The longer quote is the one the summary holds: forgetting "Paged on-call"
+        # leaves "Paged on-call twice about the disk" whole. A tie is a text another
+        # source says too: it stays.
+        if dropped is not None and (quoted is None or len(dropped[0]) > len(quoted[0])):
             rest = dropped[1]
-            continue
-        quoted = _leading_quote(rest, others)
-        if quoted is None:
+        elif quoted is not None:
+            kept.append(quoted[0])
+            rest = quoted[1]
+        else:
             break
-        kept.append(quoted[0])
-        rest = quoted[1]
     cut = rest.removesuffix("…")
     if (last or cut != rest) and cut and any(s.startswith(cut) for s in gone):
         rest = ""

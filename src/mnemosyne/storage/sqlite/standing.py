@@ -69,10 +69,11 @@ def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str
     for (summary_id,) in conn.execute(
         "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
     ).fetchall():
-        unquote_summary(conn, summary_id, old_text, reason)
+        unquote_summary(conn, summary_id, memory_id, old_text, reason)
 
 
-def unquote_summary(conn: sqlite3.Connection, summary_id: str, old_text: str, reason: str) -> None:
+def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, old_text: str, reason: str) -> None:
+    """``summary_id`` stops quoting ``old_text``, the text ``memory_id`` no longer has."""
     summary = conn.execute(  # a summary's text only: a link can name any memory
         "SELECT seq, session_id, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
     ).fetchone()
@@ -80,7 +81,7 @@ def unquote_summary(conn: sqlite3.Connection, summary_id: str, old_text: str, re
         return
     others = [r[0] for r in conn.execute(  # knowing them, a quote run into theirs is found too
         "SELECT m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
-        "WHERE l.src_id = ? AND l.kind = 'summarises'", (summary_id,))]
+        "WHERE l.src_id = ? AND l.kind = 'summarises' AND l.dst_id <> ?", (summary_id, memory_id))]
     cleaned = without_quotes_of(summary["content"], old_text, others)
     if cleaned == summary["content"]:
         return

@@ -308,7 +308,7 @@ class SQLiteStore(VectorRows):
                 [{k: v for k, v in link.items() if k != "where"} for link in links],
             )
             for summary_id, gone in to_unquote:  # once linked: what it no longer says comes back
-                unquote_summary(conn, summary_id, forgotten[gone], f"forgot quoted memory {gone}")
+                unquote_summary(conn, summary_id, gone, forgotten[gone], f"forgot quoted memory {gone}")
             # Forgotten there, so not to be shared here: sleep reads the audit log.
             for key in sorted(set(unshared) - set(unshared_keys(conn))):
                 audit(conn, "import", None, None, {"unshared": key})
