@@ -417,14 +417,29 @@ def test_a_restore_interrupted_while_copying_changes_nothing(
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_a_restore_removes_copies_that_killed_restores_left(db_path: Path, tmp_path: Path) -> None:
+def test_a_restore_removes_copies_killed_restores_left_and_no_other(db_path: Path, tmp_path: Path) -> None:
     seed(db_path, count=2)
     create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = db_path.with_name(f".{db_path.name}.restore-{dead.stdout.strip()}.tmp")
-    shutil.copyfile(tmp_path / "b.bak", left)
-    restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
-    assert not left.exists()
+    left = db_path.with_name(f".{db_path.name}.restore-123-dead.tmp")  # nothing holds it
+    in_use = db_path.with_name(f".{db_path.name}.restore-456-live.tmp")
+    for stage in (left, in_use):
+        shutil.copyfile(tmp_path / "b.bak", stage)
+        stage.with_name(stage.name + "-wal").write_bytes(b"restored pages")
+    holder = subprocess.Popen(  # a restore under way elsewhere, in another container say
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True)\n"
+         "time.sleep(60)", str(in_use)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not left.exists() and not left.with_name(left.name + "-wal").exists()
+    assert in_use.exists() and in_use.with_name(in_use.name + "-wal").exists()
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp*")) == sorted([in_use.name, in_use.name + "-wal"])
 
 
 def test_restore_invalidates_the_live_vector_index(db_path: Path, tmp_path: Path) -> None:

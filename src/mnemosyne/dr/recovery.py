@@ -14,14 +14,17 @@ target, keeps the replaced database as a safety copy, and swaps atomically.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+import secrets
 import shutil
 import sqlite3
 import tempfile
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -175,8 +178,7 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     _refuse_foreign_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_stages(target)
-    staged = _stage_name(target, os.getpid())
-    try:
+    with _stage(target) as staged:
         shutil.copyfile(backup, staged)
         fsync_file(staged)
         if sha256_of(staged)[0] != manifest.sha256:
@@ -186,33 +188,45 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
             _copy_into_live(staged, target)
         else:
             _swap_file(staged, target)
-    finally:
-        for suffix in ("", "-wal", "-shm"):
-            staged.with_name(staged.name + suffix).unlink(missing_ok=True)
     return manifest
 
 
-def _stage_name(target: Path, pid: int) -> Path:
-    """Where a restore by process ``pid`` copies the backup, beside ``target``."""
-    return target.with_name(f".{target.name}.restore-{pid}.tmp")
+@contextmanager
+def _stage(target: Path) -> Iterator[Path]:
+    """A new file beside ``target`` to copy the backup into, removed afterwards (with
+    the ``-wal``/``-shm`` SQLite gives it). It is locked (``flock``) while the restore
+    runs: another restore, even from another container, tells it from one that a
+    killed restore left."""
+    staged = target.with_name(f".{target.name}.restore-{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    lock = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield staged
+    finally:
+        _remove_stage(staged)
+        os.close(lock)
 
 
 def _remove_abandoned_stages(target: Path) -> None:
-    """Delete copies left beside ``target`` by restores whose process died (kill -9)."""
+    """Delete the copies left beside ``target`` by restores that were killed: those
+    no running restore holds locked."""
     for stage in target.parent.glob(f".{target.name}.restore-*.tmp"):
-        pid = stage.name.removeprefix(f".{target.name}.restore-").removesuffix(".tmp")
-        if pid.isdigit() and not _running(int(pid)):
-            stage.unlink(missing_ok=True)
+        try:
+            lock = os.open(stage, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove_stage(stage)
+        except BlockingIOError:
+            pass  # a restore under way
+        finally:
+            os.close(lock)
 
 
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
+def _remove_stage(staged: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        staged.with_name(staged.name + suffix).unlink(missing_ok=True)
 
 
 def _refuse_foreign_target(target: Path) -> None:
@@ -279,7 +293,8 @@ def _copy_into_live(staged: Path, target: Path) -> None:
             _snapshot(target, safety_copy)
             saved = True
 
-    source = sqlite3.connect(staged)
+    # mode=rw: a staged copy gone missing is an error, never a new empty database.
+    source = sqlite3.connect(staged.resolve().as_uri() + "?mode=rw", uri=True)
     try:
         store = SQLiteStore(target)
         try:
@@ -311,6 +326,8 @@ def _swap_file(staged: Path, target: Path) -> None:
 def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> None:
     """Bring the staged copy to this version's schema and record the restore in it, so
     the restored contents, their schema and their record go live in one transaction."""
+    if not staged.is_file():  # SQLite would make a new, empty database there
+        raise BackupError(f"the staged copy {staged} disappeared; nothing was restored", staged)
     store = SQLiteStore(staged)  # migrates a backup made by an older schema
     try:
         if store.safety_backup is not None:  # the backup itself is the copy from before
