@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne import InvalidInputError, Mnemosyne, MnemosyneError
 from mnemosyne.core.consolidation import SleepPolicy, sharing_key
 from mnemosyne.core.timeutil import from_timestamp
 from snapshots import snapshot
@@ -603,3 +603,20 @@ def test_merging_databases_that_hold_the_same_retried_write_keeps_its_links(tmp_
         (summary,) = [m for m in b.recall("order packed", include_consolidated=True) if m.kind == "summary"]
         b.forget(own)  # the summary's link reached b's copy: its quote goes with it
         assert "1182" not in b.get(summary.id).content
+
+
+def test_closing_from_inside_an_export_lets_it_finish_and_keeps_recall_counts(tmp_path: Path) -> None:
+    db, export = tmp_path / "m.db", tmp_path / "out.jsonl"
+    mem = Mnemosyne(session_id="s", db_path=db)
+    ids = [mem.remember(f"fact number {i} about deployments") for i in range(5)]
+
+    def close_midway(done: int, total: int) -> None:
+        if done == 2:
+            mem.recall("deployments")  # counts waiting to be written
+            mem.close()
+
+    assert mem.export_jsonl(export, progress=close_midway) == 5
+    with pytest.raises(MnemosyneError, match="closed"):
+        mem.recall("deployments")
+    with Mnemosyne(session_id="s", db_path=db) as again:
+        assert {again.get(i).access_count for i in ids} == {1}

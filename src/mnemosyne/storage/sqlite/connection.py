@@ -294,6 +294,12 @@ class Database:
             self._finish(conn, action, time.monotonic() + self.busy_timeout if end is None else end)
 
     def _begin(self, conn: sqlite3.Connection, action: str, end: float) -> None:
+        if conn.in_transaction:  # SQLite would refuse, and retrying would end the read
+            raise StorageError(
+                f"cannot {action} inside this thread's open read of {self.path} (an export or "
+                "timeline still being iterated): write after it, or from another thread",
+                self.path,
+            )
         delay = _BACKOFF_START_S
         while True:
             try:
@@ -352,6 +358,11 @@ class Database:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def reading_here(self) -> bool:
+        """Whether this thread is inside a transaction (a write cannot start here)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        return conn is not None and conn.in_transaction
 
     def close(self) -> None:
         """Close every thread's connection: idle ones now, one in use when its thread's

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
 from ...core.signature import same_embedder
 from ...errors import (
@@ -605,7 +606,10 @@ class SQLiteStore(VectorRows):
 
     def close(self) -> None:
         if not self._db.closed:
-            self.access.flush(lock_wait=1.0)
+            if self._db.reading_here():  # closed from inside an export, say: write from elsewhere
+                background.submit(lambda: self.access.flush(lock_wait=1.0)).result()
+            else:
+                self.access.flush(lock_wait=1.0)
         self._db.close()
 
     # -- helpers --------------------------------------------------------------------
