@@ -91,6 +91,42 @@ def test_episodes_are_per_thread(mem: Mnemosyne):
     assert episode.event_ids == (mine,)
 
 
+def test_a_task_started_in_an_episode_leaves_it_when_the_block_ends(mem: Mnemosyne):
+    import asyncio
+
+    async def scenario() -> tuple[str, str, str]:
+        block_ended = asyncio.Event()
+
+        async def reporter() -> tuple[str, str]:
+            during = mem.remember("deploy v2 progress noted by the reporter")
+            await block_ended.wait()
+            return during, mem.remember("nightly metrics report: all green")
+
+        with mem.episode("deploy v2") as episode_id:
+            task = asyncio.ensure_future(reporter())
+            await asyncio.sleep(0)  # the task writes while the block runs
+            mem.remember("rollout finished")
+        block_ended.set()
+        during, after = await task
+        return episode_id, during, after
+
+    episode_id, during, after = asyncio.run(scenario())
+    episode = next(e for e in mem.episodes() if e.id == episode_id)
+    assert during in episode.event_ids and after not in episode.event_ids
+    assert episode.size == 2
+
+
+def test_a_memorys_own_time_given_back_as_a_bound_includes_it(mem: Mnemosyne):
+    # Stored times keep the float's precision; returned ones stop at the microsecond.
+    ids = [mem.remember(f"event {i}", created_at=1775035800.0000004 + i / 7) for i in range(5)]
+    ids += mem.remember_many([f"batch event {i}" for i in range(5)])
+    for memory_id in ids:
+        own = mem.get(memory_id).created_at
+        assert [m.id for m in mem.timeline(since=own, until=own)] == [memory_id]
+        assert memory_id in [m.id for m in mem.recall("event", top_k=20, since=own)]
+        assert memory_id in [m.id for m in mem.recall("event", top_k=20, until=own)]
+
+
 def test_recall_context_attaches_neighbours_without_changing_ranking(mem: Mnemosyne):
     texts = ["we opened the incident", "the database failover started", "failover finished cleanly",
              "we wrote the postmortem", "lunch"]

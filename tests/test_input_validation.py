@@ -200,6 +200,27 @@ def test_timeline_refuses_a_limit_above_a_million(mem: Mnemosyne, limit: int):
         mem.timeline(limit=limit)
 
 
+@pytest.mark.parametrize("source", [5, 3.5, b"chat", [], (), ["chat", ""], ["chat", 5]])
+def test_recall_refuses_a_source_filter_that_names_no_source(mem: Mnemosyne, source: Any):
+    with pytest.raises(InvalidInputError, match="source"):
+        mem.recall("deploy", source=source)
+
+
+@pytest.mark.parametrize("value", ["false", "no", 0, 1, None])
+@pytest.mark.parametrize("option", ["include_consolidated", "explain"])
+def test_recall_options_are_true_or_false_not_truthy(mem: Mnemosyne, option: str, value: Any):
+    with pytest.raises(InvalidInputError, match=f"{option} must be True or False"):
+        mem.recall("deploy", **{option: value})
+
+
+def test_sleep_and_doctor_options_are_true_or_false_not_truthy(mem: Mnemosyne):
+    with pytest.raises(InvalidInputError, match="dry_run must be True or False"):
+        mem.sleep(dry_run="no")
+    with pytest.raises(InvalidInputError, match="repair must be True or False"):
+        mem.doctor(repair="false")
+    assert mem.get_stats().last_sleep_at is None
+
+
 # -- sleep options -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(

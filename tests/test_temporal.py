@@ -27,9 +27,12 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("notes of 2023-05-08", day(5, 1, 2023), day(5, 22, 2023)),
         ("the log at 2023-05-08T10:00", day(5, 1, 2023), day(5, 22, 2023)),
         ("in May 2023", day(5, 1, 2023), day(6, 15, 2023)),
+        ("during May of 2022", day(5, 1, 2022), day(6, 15, 2022)),
         # A day without a year is its latest occurrence up to now.
         ("on March 3rd", day(2, 25), day(3, 17)),
         ("on May 2", day(4, 25, 2023), day(5, 16, 2023)),
+        ("what we did on may 2", day(4, 25, 2023), day(5, 16, 2023)),
+        ("the 2nd may meeting", day(4, 25, 2023), day(5, 16, 2023)),
         ("the 4th of July party", day(6, 27, 2023), day(7, 18, 2023)),
         ("where did I fly on Valentine's day", day(2, 7), day(2, 28)),
         ("what did we eat at christmas", day(12, 18, 2023), day(1, 8)),
@@ -64,6 +67,10 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("the offsite last year", day(1, 1, 2023), day(1, 1)),
         ("everything since February", day(2, 1), day(3, 21)),
         ("since 2022", day(1, 1, 2022), day(3, 21)),
+        ("what failed since yesterday", day(3, 19), day(3, 21)),
+        ("since last Friday", day(3, 15), day(3, 21)),
+        ("since May 2023", day(5, 1, 2023), day(3, 21)),
+        ("since March", day(3, 1), day(3, 21)),
         ("in the last year", day(3, 20, 2023), day(3, 21)),  # the past twelve months
     ],
 )
@@ -76,6 +83,8 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
     [
         "what is the deploy schedule",
         "I may go to the store",         # "may" the verb
+        "which 2 may conflict",
+        "I may 10x the budget",
         "on Saturday mornings",          # a habit, not a day
         "what happens on Fridays",
         "February 30, 2024",             # not a date
@@ -132,6 +141,32 @@ def test_a_float_now_is_read_with_the_machines_offset_at_that_instant(tmp_path: 
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.db")], capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
+
+
+def test_a_float_now_counts_days_back_across_a_daylight_saving_change(tmp_path: Path):
+    # New York, the Monday after clocks went forward: "yesterday" is Sunday, midnight
+    # to midnight of the wall clock, not an hour off.
+    script = """if True:
+        from datetime import datetime
+        from zoneinfo import ZoneInfo
+        from mnemosyne import Mnemosyne
+        ny = ZoneInfo("America/New_York")
+        with Mnemosyne(db_path=__import__("sys").argv[1], embedder="none") as mem:
+            mem.remember("server reboot saturday night", created_at=datetime(2026, 3, 7, 23, 30, tzinfo=ny))
+            mem.remember("server reboot sunday", created_at=datetime(2026, 3, 8, 12, tzinfo=ny))
+            now = datetime(2026, 3, 9, 12, tzinfo=ny).timestamp()
+            found = mem.recall("server reboot yesterday", now=now, explain=True)
+            print(sorted((m.content, m.explanation["time_match"]) for m in found))
+    """
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TZ": "America/New_York"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.db")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.stdout.strip() == str(
+        [("server reboot saturday night", 1.0), ("server reboot sunday", 1.5)]), done.stderr
 
 
 def test_the_calendars_ends_name_no_time_and_break_nothing(tmp_path: Path):

@@ -36,7 +36,7 @@ from .core.consolidation import Plan, SleepPolicy, consolidation_rule, plan_cons
 from .core.ids import new_id
 from .core.summarise import _cut, split_header
 from .core.timeutil import from_timestamp
-from .core.validation import check_seconds, finite_number
+from .core.validation import check_flag, check_seconds, finite_number
 from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
 from .models import SleepReport
 from .storage.sqlite.consolidation import ConflictError, SleepStore
@@ -267,6 +267,7 @@ class SleepMixin:
             raise InvalidInputError("summariser must be a callable taking a list of texts and returning text")
         # A longer wait is an OverflowError inside the thread pool.
         timeout = check_seconds(summariser_timeout, "summariser_timeout", positive=True, maximum=threading.TIMEOUT_MAX)
+        dry_run = check_flag(dry_run, "dry_run")
         return self._sleep(summariser=summariser, summariser_timeout=timeout, policy=policy, dry_run=dry_run)
 
     def _sleep(

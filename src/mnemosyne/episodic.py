@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 
 from .core.episodes import split_episodes
 from .core.ids import new_id
-from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp
+from .core.timeutil import TimeLike, from_timestamp, now, time_range
 from .core.validation import check_label, check_limit, check_seconds, check_whole
-from .errors import InvalidInputError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore
 
@@ -33,6 +32,17 @@ class _Event:
     episode_id: str | None
 
 
+@dataclasses.dataclass(slots=True)
+class _OpenEpisode:
+    """The episode a block entered. An asyncio task started inside the block inherits
+    it (tasks copy their context) and may outlive the block: once the block ends,
+    what the task remembers is no longer part of the episode, which sleep may
+    already have summarised."""
+
+    id: str
+    open: bool = True
+
+
 class EpisodicMixin:
     session_id: str
     _store: SQLiteStore
@@ -46,7 +56,7 @@ class EpisodicMixin:
         self.episode_gap = episode_gap
         self._episodic = EpisodicStore(self._store)
         # A context variable, so threads and asyncio tasks each have their own episode.
-        self._current_episode: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+        self._current_episode: contextvars.ContextVar[_OpenEpisode | None] = contextvars.ContextVar(
             f"mnemosyne-episode-{id(self)}", default=None
         )
 
@@ -63,10 +73,12 @@ class EpisodicMixin:
         label = check_label(label, "label")
         episode_id = new_id()
         self._episodic.start_episode(episode_id, self.session_id, label)
-        token = self._current_episode.set(episode_id)
+        current = _OpenEpisode(episode_id)
+        token = self._current_episode.set(current)
         try:
             yield episode_id
         finally:
+            current.open = False
             self._current_episode.reset(token)
             self._episodic.end_episode(episode_id)
 
@@ -85,7 +97,7 @@ class EpisodicMixin:
 
         >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
         """
-        since_ts, until_ts = self._time_range(since, until)
+        since_ts, until_ts = time_range(since, until)
         limit = check_limit(limit)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         return [m for m, _ in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
@@ -101,7 +113,7 @@ class EpisodicMixin:
         >>> for ep in mem.episodes():
         ...     print(ep.label, ep.started_at, ep.size, ep.summary)
         """
-        since_ts, until_ts = self._time_range(since, until)
+        since_ts, until_ts = time_range(since, until)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
         memories = {m.id: m for m, _ in rows}
@@ -127,16 +139,10 @@ class EpisodicMixin:
                 for m in results]
 
     def _episode_for_new_memory(self) -> str | None:
-        return self._current_episode.get()
+        current = self._current_episode.get()
+        return current.id if current is not None and current.open else None
 
     @staticmethod
     def _check_context(context: object) -> int:
         return check_whole(context, "context", 0, 50)
 
-    @staticmethod
-    def _time_range(since: TimeLike | None, until: TimeLike | None) -> tuple[float | None, float | None]:
-        since_ts = optional_timestamp(since, "since")
-        until_ts = optional_timestamp(until, "until")
-        if since_ts is not None and until_ts is not None and since_ts > until_ts:
-            raise InvalidInputError("since is after until; swap them")
-        return since_ts, until_ts

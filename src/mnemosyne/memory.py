@@ -20,15 +20,17 @@ from .core.consolidation import SHARED_SESSION, SleepPolicy
 from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
-from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp, zone_of
+from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp, time_range, zone_of
 from .core.validation import (
     check_content,
+    check_flag,
     check_importance,
     check_label,
     check_metadata,
     check_query,
     check_scope,
     check_seconds,
+    check_sources,
     check_top_k,
 )
 from .embedders import registry
@@ -277,6 +279,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         ...     print(item)
         """
         check_query(query)
+        check_flag(explain, "explain")
         context = self._check_context(context)
         top_k = check_top_k(top_k)
         filters = self._filters(scope, source, since, until, include_consolidated)
@@ -431,7 +434,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         """
         from .dr import doctor
 
-        return doctor.repair(self.db_path) if repair else doctor.diagnose(self.db_path)
+        return doctor.repair(self.db_path) if check_flag(repair, "repair") else doctor.diagnose(self.db_path)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -481,8 +484,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         created = optional_timestamp(created_at, "created_at")
         if idempotency_key is not None:
             check_label(idempotency_key, "idempotency_key")
-        if not isinstance(allow_duplicate, bool):
-            raise InvalidInputError(f"allow_duplicate must be True or False, got {allow_duplicate!r}")
+        check_flag(allow_duplicate, "allow_duplicate")
         return NewMemory(
             id=new_id(),
             session_id=self.session_id,
@@ -510,17 +512,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     ) -> Filters:
         if scope is not None:
             check_scope(scope)
-        if source is None:
-            sources: tuple[str, ...] = ()
-        elif isinstance(source, str):
-            sources = (check_label(source, "source"),)
-        else:
-            sources = tuple(check_label(s, "source") for s in source)
-        since_ts = optional_timestamp(since, "since")
-        until_ts = optional_timestamp(until, "until")
-        if since_ts is not None and until_ts is not None and since_ts > until_ts:
-            raise InvalidInputError("since is after until; swap them")
-        statuses = ("active", "consolidated", "superseded") if include_consolidated else ("active",)
+        sources = check_sources(source)
+        since_ts, until_ts = time_range(since, until)
+        wider = check_flag(include_consolidated, "include_consolidated")
+        statuses = ("active", "consolidated", "superseded") if wider else ("active",)
         return Filters(
             viewer_session=self.session_id, scope=scope, sources=sources,
             since=since_ts, until=until_ts, statuses=statuses,

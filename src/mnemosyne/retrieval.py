@@ -13,7 +13,7 @@ from . import background
 from .core import lexical
 from .core.context import WINDOW
 from .core.ranking import Candidate, Weights, fuse
-from .core.temporal import time_window
+from .core.temporal import window_seconds
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -119,8 +119,7 @@ def search(
             )
             for seq, row in store.ranking_facts(keys).items()
         }
-        span = time_window(query, local_time(now, zone))
-        window = None if span is None else (span[0].timestamp(), span[1].timestamp())
+        window = window_seconds(query, local_time(now, zone))
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [

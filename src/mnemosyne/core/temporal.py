@@ -43,7 +43,7 @@ _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _COUNT = r"(\d+|" + "|".join(sorted(_COUNTS, key=len, reverse=True)) + ")"
 _UNIT = r"(day|week|month|year)s?"
-_YEAR_AFTER = r"(?:,\s*|\s+)(\d{4})\b"  # "May 8 2023", "May 8, 2023", "May 8,2023"
+_YEAR_AFTER = r"(?:,\s*|\s+)(?:of\s+)?(\d{4})\b"  # "May 8 2023", "May 8, 2023", "May of 2023"
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}(?:\s+{_DAY})?{_YEAR_AFTER}")
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR_AFTER}")
 _ISO_DATE = re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?!\d)")  # also "2023-05-08T10:00"
@@ -58,26 +58,46 @@ _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
-_IN_MONTH = re.compile(rf"\b(in|during|since|last)\s+{_MONTH}\b")
-_IN_YEAR = re.compile(r"\b(in|since)\s+((?:19|20)\d{2})\b")
+_IN_MONTH = re.compile(rf"\b(in|during|last)\s+{_MONTH}\b")
+_IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
+# "since yesterday", "since last Friday", "since March": from then until now.
+_SINCE = re.compile(r"\bsince\s+(.+)")
+# "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
+# "May" with its capital, "on may 2", "2nd may" or "2 of may".
+_MODAL_MAY = re.compile(r"\b\d{1,2}\s+may\b|(?<!\bon )\bmay\s+\d{1,2}\b")
 # Not "the last year" ("in the last year" is the past twelve months, read by _PAST).
 _LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
 
 
+def window_seconds(query: str, now: datetime) -> tuple[float, float] | None:
+    """``time_window`` in Unix seconds."""
+    span = time_window(query, now)
+    try:
+        return None if span is None else (span[0].timestamp(), span[1].timestamp())
+    except (OverflowError, OSError, ValueError):  # a naive time the machine's zone cannot place
+        return None
+
+
 def time_window(query: str, now: datetime) -> Span | None:
-    """The ``[start, end)`` span that ``query`` names, relative to ``now`` (aware, in
-    the user's time zone).
+    """The ``[start, end)`` span that ``query`` names, relative to ``now``: the user's
+    wall-clock time, aware, or naive for this machine's time zone.
 
     The most precise expression wins: a full date before a day without a year,
     before a relative day, before a span of weeks, months or years.
     """
-    text = query.lower().replace("\u2019", "'")
+    text = _MODAL_MAY.sub(lambda verb: verb.group().replace("may", "-"), query).lower().replace("\u2019", "'")
     # Days are calendar days where the user is: in ``now``'s own time zone.
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
-        return next((span for read in _READERS if (span := read(text, today)) is not None), None)
+        if (since := _SINCE.search(text)) and (span := _read("in " + since.group(1), today)):
+            return span[0], today + DAY
+        return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
+
+
+def _read(text: str, today: datetime) -> Span | None:
+    return next((span for read in _READERS if (span := read(text, today)) is not None), None)
 
 
 def _full_date(text: str, today: datetime) -> Span | None:
@@ -158,13 +178,9 @@ def _named_month_or_year(text: str, today: datetime) -> Span | None:
         # The latest such month begun; "last March" said in March is a year ago.
         month = _MONTHS[match.group(2)]
         this_year = month < today.month or (month == today.month and match.group(1) != "last")
-        span = _date_span(today.year if this_year else today.year - 1, month, None, today.tzinfo)
-        if span is not None and match.group(1) == "since":  # from then until now
-            return span[0], today + DAY
-        return span
+        return _date_span(today.year if this_year else today.year - 1, month, None, today.tzinfo)
     if match := _IN_YEAR.search(text):
-        span = _year_span(int(match.group(2)), today.tzinfo)
-        return (span[0], today + DAY) if match.group(1) == "since" else span
+        return _year_span(int(match.group(1)), today.tzinfo)
     return None
 
 

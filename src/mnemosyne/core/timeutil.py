@@ -81,8 +81,7 @@ def _utc_seconds(value: datetime) -> float:
 def zone_of(value: TimeLike | None) -> tzinfo | None:
     """The time zone ``value`` was given in, where "yesterday" or "last Friday" is a
     calendar day: that of an aware datetime or of ISO text with an offset; UTC for
-    a naive one (naive times are UTC throughout); else None, this machine's (as
-    ``datetime.astimezone`` reads None: with the offset in force at that instant)."""
+    a naive one (naive times are UTC throughout); else None, this machine's."""
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -94,16 +93,38 @@ def zone_of(value: TimeLike | None) -> tzinfo | None:
 
 
 def local_time(seconds: float, zone: tzinfo | None) -> datetime:
-    """``seconds`` as an aware datetime in ``zone`` (None: this machine's); in UTC where
-    the zone would carry it past the calendar's ends."""
+    """``seconds`` as a wall-clock time: aware in ``zone``; naive in this machine's zone
+    for None, because a naive time's ``timestamp()`` reads it with the machine's
+    daylight-saving rules, so "yesterday" counted back across a change is still a
+    whole calendar day (a fixed offset would shift it by an hour). In UTC where the
+    zone would carry it past the calendar's ends."""
     try:
-        return from_timestamp(seconds).astimezone(zone)
-    except OverflowError:
+        return datetime.fromtimestamp(seconds) if zone is None else from_timestamp(seconds).astimezone(zone)
+    except (OverflowError, OSError, ValueError):
         return from_timestamp(seconds)
 
 
 def optional_timestamp(value: TimeLike | None, name: str) -> float | None:
     return None if value is None else to_timestamp(value, name)
+
+
+# Times are returned as datetimes, to the microsecond, but stored to the float's
+# precision. A bound is widened by half a microsecond so that a memory's own
+# ``created_at``, given back as ``since`` or ``until``, includes it.
+_HALF_MICROSECOND = 0.5e-6
+
+
+def time_range(since: TimeLike | None, until: TimeLike | None) -> tuple[float | None, float | None]:
+    """The inclusive ``[since, until]`` filter on ``created_at`` as Unix seconds; None
+    for an open end."""
+    since_ts = optional_timestamp(since, "since")
+    until_ts = optional_timestamp(until, "until")
+    if since_ts is not None and until_ts is not None and since_ts > until_ts:
+        raise InvalidInputError("since is after until; swap them")
+    return (
+        None if since_ts is None else since_ts - _HALF_MICROSECOND,
+        None if until_ts is None else until_ts + _HALF_MICROSECOND,
+    )
 
 
 def from_timestamp(seconds: float) -> datetime:

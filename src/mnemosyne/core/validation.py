@@ -80,6 +80,25 @@ def check_importance(importance: object) -> float:
     return number
 
 
+def check_flag(value: object, name: str) -> bool:
+    """A yes/no option: a bool, never a truthy stand-in ("false" is truthy)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_sources(source: object) -> tuple[str, ...]:
+    """The sources a filter keeps: one source, or a non-empty list of them (an empty
+    list would keep nothing, or silently everything)."""
+    if source is None:
+        return ()
+    if isinstance(source, str):
+        return (check_label(source, "source"),)
+    if not isinstance(source, (list, tuple, set, frozenset)) or not source:
+        raise InvalidInputError(f"source must be a source or a non-empty list of sources, got {source!r}")
+    return tuple(check_label(s, "source") for s in source)
+
+
 def check_scope(scope: object) -> str:
     if scope not in SCOPES:
         raise InvalidInputError(f"scope must be 'session' or 'global', got {scope!r}")
