@@ -79,7 +79,7 @@ def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, cap
         assert vectors_in(db) == 5
         hits = mem.recall("kestrel rollout", top_k=5, explain=True)
         assert {m.id for m in hits} == set(ids)
-        assert all(m.explanation["dense"] > 0 for m in hits)
+        assert sum(m.explanation["dense"] > 0 for m in hits) >= 4  # the lowest similarity scales to 0
 
 
 class ShortRowsEmbedder(HashEmbedder):

@@ -2,7 +2,8 @@
 
 Weighted fusion of normalised scores, not reciprocal rank fusion: measured on
 LoCoMo, RRF (k=60) fell below BM25 alone, because it throws away how far ahead the
-best lexical hit is. Each signal is divided by its best value for this query, so
+best lexical hit is. Each signal is scaled to 0..1 for this query (BM25 divided by
+the best score, similarities stretched between the lowest and best candidate), so
 weights mean the same thing whatever the corpus size. Importance, recency, a match
 with a time the query mentions, and past use then nudge the fused relevance.
 """
@@ -69,6 +70,25 @@ def normalise(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
     return {key: max(score, 0.0) / best for key, score in hits}
 
 
+def above_the_field(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Similarities rescaled from the lowest candidate's (0) to the best one's (1).
+
+    Cosine similarities crowd into a narrow band (unrelated texts are far from 0), so
+    dividing by the best alone leaves even the last of the nearest neighbours close
+    to 1. The lowest candidate is what "not about this" scores for this query and
+    corpus, whatever the model. Measured with MiniLM against dividing by the best:
+    LoCoMo R@10 0.792 → 0.799, category 5 0.766 → 0.821, LongMemEval turn recall
+    0.837 → 0.847.
+    """
+    if not hits:
+        return {}
+    best = max(score for _, score in hits)
+    lowest = min(score for _, score in hits)
+    if best <= lowest:  # one candidate, or all alike: none stands above another
+        return {key: 1.0 for key, _ in hits} if best > 0 else {}
+    return {key: (score - lowest) / (best - lowest) for key, score in hits}
+
+
 def fuse(
     lexical: Mapping[str, Sequence[tuple[int, float]]],
     dense: Sequence[tuple[int, float]],
@@ -84,8 +104,8 @@ def fuse(
     embeddings (itself and its neighbours), the semantic side of the context field.
     """
     signals = {field: normalise(hits) for field, hits in lexical.items()}
-    signals["dense"] = normalise([(key, max(score, 0.0)) for key, score in dense])
-    signals["dense_window"] = normalise([(key, max(score, 0.0)) for key, score in dense_window])
+    signals["dense"] = above_the_field(dense)
+    signals["dense_window"] = above_the_field(dense_window)
     # Nearest neighbours always exist; a memory found by meaning alone must be close.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
@@ -109,7 +129,8 @@ def fuse(
     episode_best = _per_episode(episodes, relevance, max)
     ranked = []
     for key, candidate in candidates.items():
-        if relevance[key] <= 0 or key in meaning_only:
+        # Found by a signal but scoring 0 (the lowest similarity): ranked, not dropped.
+        if key in meaning_only:
             continue
         episode = weights.episode * episode_best[key] / best_overall
         base = relevance[key] + episode

@@ -1,0 +1,45 @@
+"""Fusion of the signals, on hand-made scores."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemosyne.core.ranking import Candidate, above_the_field, fuse
+
+NOW = 1_775_000_000.0
+
+
+def candidate() -> Candidate:
+    return Candidate(importance=0.5, created_at=NOW - 3600)
+
+
+def test_similarities_are_stretched_between_the_lowest_and_the_best_candidate():
+    # Cosines crowd together: divided by the best alone, all three would read 0.8-1.
+    scaled = above_the_field([(1, 0.62), (2, 0.55), (3, 0.50)])
+    assert scaled[1] == 1.0 and scaled[3] == 0.0
+    assert scaled[2] == pytest.approx(0.05 / 0.12)
+
+
+def test_a_lone_or_tied_similarity_counts_fully_unless_it_is_not_positive():
+    assert above_the_field([(7, 0.4)]) == {7: 1.0}
+    assert above_the_field([(1, 0.4), (2, 0.4)]) == {1: 1.0, 2: 1.0}
+    assert above_the_field([(1, -0.2)]) == {}
+    assert above_the_field([]) == {}
+
+
+def test_the_least_similar_memory_found_by_meaning_is_ranked_last_not_dropped():
+    ranked = fuse({}, [(1, 0.62), (2, 0.45)], {1: candidate(), 2: candidate()}, NOW)
+    assert [r.key for r in ranked] == [1, 2]
+    assert ranked[1].components["dense"] == 0.0
+
+
+def test_a_memory_found_by_meaning_alone_must_be_close():
+    ranked = fuse({}, [(1, 0.62), (2, 0.1)], {1: candidate(), 2: candidate()}, NOW)
+    assert [r.key for r in ranked] == [1]
+
+
+def test_words_and_meaning_together_beat_either_alone():
+    lexical = {"content": [(1, 8.0), (2, 7.5)], "context": [(1, 8.0), (2, 7.5)]}
+    dense = [(2, 0.70), (3, 0.72), (1, 0.40)]
+    ranked = fuse(lexical, dense, {key: candidate() for key in (1, 2, 3)}, NOW)
+    assert [r.key for r in ranked] == [2, 1, 3]
