@@ -292,10 +292,14 @@ def test_backfill_ends_while_another_process_keeps_writing_without_vectors(tmp_p
             # Returns once what was missing when it started has a vector, however
             # fast the other process adds more (before, it chased them for ever).
             filled: list[int] = []
-            backfill = threading.Thread(target=lambda: filled.append(mem.backfill_vectors()), daemon=True)
+            progress: list[tuple[int, int]] = []
+            backfill = threading.Thread(
+                target=lambda: filled.append(mem.backfill_vectors(lambda *step: progress.append(step))), daemon=True)
             backfill.start()
             backfill.join(timeout=60)
             assert filled and filled[0] >= 299
+            # The progress total counts only that work, so the bar ends full.
+            assert progress[-1] == (filled[0], filled[0])
     finally:
         stop.touch()
         assert process.wait(timeout=60) == 0

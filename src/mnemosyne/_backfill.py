@@ -47,8 +47,9 @@ class Backfill:
             self._take_over.clear()
         with self._lock:
             done, self._done_in_background = self._done_in_background, 0
-            total = done + self._store.count_missing_vectors() if progress else 0
-            return done + self._fill(progress, done, total, self._stop.is_set)
+            up_to = self._store.newest_seq()
+            total = done + self._store.count_missing_vectors(up_to) if progress else 0
+            return done + self._fill(progress, done, total, self._stop.is_set, up_to)
 
     def halt(self) -> None:
         """Make any pass end after its batch, for good (the instance is closing)."""
@@ -64,13 +65,16 @@ class Backfill:
             return self._stop.is_set() or self._take_over.is_set()
 
         with self._lock:
-            self._done_in_background += self._fill(None, 0, 0, halted)
+            self._done_in_background += self._fill(None, 0, 0, halted, self._store.newest_seq())
 
-    def _fill(self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool]) -> int:
-        """Embed the memories missing a vector when the pass starts, in seq order. Ones
-        written later are left to the next pass: a process storing memories without
-        vectors (no model, or another model) would otherwise keep the pass going."""
-        done, after, up_to = 0, 0, self._store.newest_seq()
+    def _fill(
+        self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool], up_to: int
+    ) -> int:
+        """Embed the memories up to seq ``up_to`` (the newest when the pass starts) that
+        miss a vector, in seq order. Ones written later are left to the next pass: a
+        process storing memories without vectors (no model, or another model) would
+        otherwise keep the pass going, and the progress total would never be reached."""
+        done, after = 0, 0
         while not halted() and self._slot.ready:
             batch = self._store.missing_vectors(BATCH, after, up_to)
             if not batch:

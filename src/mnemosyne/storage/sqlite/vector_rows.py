@@ -81,11 +81,12 @@ class VectorRows:
             if len(blob) == 2 * dimension  # float16
         }
 
-    def count_missing_vectors(self) -> int:
+    def count_missing_vectors(self, up_to: int) -> int:
+        """How many memories up to seq ``up_to`` lack a vector."""
         with self._db.read() as conn:
             return int(conn.execute(
                 "SELECT count(*) FROM memories AS m LEFT JOIN memory_vectors AS v ON v.seq = m.seq "
-                "WHERE v.seq IS NULL"
+                "WHERE v.seq IS NULL AND m.seq <= ?", (up_to,)
             ).fetchone()[0])
 
     def count_memories(self) -> int:
