@@ -52,10 +52,10 @@ def search(
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
 
     def by_meaning() -> tuple[np.ndarray | None, list[tuple[int, float]]]:
-        query_vector = slot.embed([query])
+        query_vector = slot.embed([query])[0]
         if query_vector is None or slot.signature is None:
             return None, []
-        return query_vector[0], store.search_vectors(query_vector[0], filters, depth, slot.signature)
+        return query_vector, store.search_vectors(query_vector, filters, depth, slot.signature)
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
@@ -120,7 +120,7 @@ def search(
             for seq, row in store.ranking_facts(keys).items()
         }
         window = window_seconds(query, local_time(now, zone))
-        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits)[:top_k]
+        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, depth)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
