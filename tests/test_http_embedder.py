@@ -7,6 +7,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,17 +15,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemosyne import EmbedderError, Mnemosyne
+from mnemosyne import EmbedderError, Mnemosyne, embedding
+from mnemosyne.embedders.openai_compat import OpenAICompatibleEmbedder
 from mnemosyne.testing import HashEmbedder
 
 
 class EmbeddingServer:
     """Serves ``POST /v1/embeddings`` with HashEmbedder vectors of ``dimension``, or
-    the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan"."""
+    the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan",
+    "drip" (the answer a byte every 0.2 s). A request holding a text longer than
+    ``longest`` is refused with HTTP 400, as a model's token limit is."""
 
     def __init__(self) -> None:
         self.mode = "ok"
         self.dimension = 8
+        self.longest = 10_000
         self.authorizations: list[str | None] = []
         server = self
 
@@ -34,6 +39,9 @@ class EmbeddingServer:
                 server.authorizations.append(self.headers.get("Authorization"))
                 if server.mode == "down":
                     self.send_error(503)
+                    return
+                if any(len(text) > server.longest for text in request["input"]):
+                    self.send_error(400, "input too long")
                     return
                 rows = HashEmbedder(server.dimension).embed(request["input"]).tolist()
                 if server.mode == "ragged":
@@ -46,6 +54,12 @@ class EmbeddingServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
+                if server.mode == "drip":
+                    for byte in body.encode():
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                    return
                 self.wfile.write(body.encode())
 
             def log_message(self, *args: object) -> None:
@@ -194,3 +208,48 @@ def test_a_memory_edited_during_reembed_gets_a_vector_of_its_new_text(tmp_path: 
     stored = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
     new = HashEmbedder(16).embed(["stock prices fell sharply on monday"])[0]
     assert float(stored @ new) > 0.99
+
+
+def test_a_text_the_model_refuses_costs_only_its_own_vector(server, tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    server.longest = 200
+    texts = [f"short fact number {i} about the rollout" for i in range(20)]
+    texts.insert(7, "a pasted log line " * 40)  # over the model's limit
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+            ids = mem.remember_many(texts)
+            assert vector_sizes(db) == [8] * 20
+            assert mem.backfill_vectors() == 0  # tried again, refused again, and no error
+            assert ids[7] in [m.id for m in mem.recall("pasted log line")]  # found by its words
+            mem.remember("written after the refusal")  # the model was never put aside
+            assert vector_sizes(db) == [8] * 21
+    assert "refused a text" in caplog.text and "retrying in" not in caplog.text  # never taken for an outage
+
+
+def test_one_answer_of_another_size_does_not_spoil_later_ones(server, tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(embedding, "RETRY_AFTER_S", 0.0)  # the endpoint is asked again at once
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("the cat sat on the mat")
+    server.dimension = 35
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("stored while the endpoint served another size")
+        assert vector_sizes(db) == [8]
+        server.dimension = 8
+        assert mem.backfill_vectors() == 1
+    assert vector_sizes(db) == [8, 8]
+
+
+def test_the_timeout_bounds_a_whole_answer_however_slowly_it_comes(server):
+    server.mode = "drip"  # each byte well within the timeout, the answer far beyond it
+    embedder = OpenAICompatibleEmbedder("hash", timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="within 1 s"):
+        embedder.embed(["the cat sat on the mat"])
+    assert time.monotonic() - started < 3
+
+
+def test_a_padded_model_name_is_the_model_name(server, tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="openai:  hash ") as mem:
+        mem.remember("the cat sat on the mat")
+    assert recorded(tmp_path / "m.db") == {"name": "openai", "model": "hash", "dimension": 8}

@@ -12,6 +12,7 @@ def test_exported_names():
         "DiskFullError",
         "DoctorReport",
         "EmbedderError",
+        "EmbedderInputError",
         "EmbedderMismatchError",
         "Episode",
         "InvalidInputError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemosyne import EmbedderMismatchError, InvalidInputError, Mnemosyne
+from mnemosyne import EmbedderError, EmbedderInputError, EmbedderMismatchError, InvalidInputError, Mnemosyne
 from mnemosyne.testing import FailingEmbedder, HashEmbedder
 
 NOW = datetime(2026, 6, 15, 12, tzinfo=timezone.utc)
@@ -46,7 +47,8 @@ def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_pat
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
         mem.remember("recorded with the hash embedder")
         assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims)"
-    with pytest.raises(EmbedderMismatchError, match="reembed --embedder"):
+    # An object the CLI cannot build is switched from Python.
+    with pytest.raises(EmbedderMismatchError, match=r"reembed\(your_embedder\)"):
         Mnemosyne(db_path=db, embedder=HashEmbedder(32))
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:  # the same one is fine
         assert mem.recall("recorded hash")[0].content == "recorded with the hash embedder"
@@ -59,6 +61,85 @@ def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_pat
 def test_unknown_embedder_spec_is_bad_input(tmp_path: Path):
     with pytest.raises(InvalidInputError, match="unknown embedder"):
         Mnemosyne(db_path=tmp_path / "m.db", embedder="word2vec")
+    with pytest.raises(InvalidInputError, match="takes no model name"):  # not the bundled model
+        Mnemosyne(db_path=tmp_path / "m.db", embedder="local:all-mpnet-base-v2")
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_a_bad_setting_is_refused_even_for_the_recorded_embedder(tmp_path: Path):
+    local_model_or_skip()
+    db = str(tmp_path / "m.db")
+    with Mnemosyne(db_path=db, embedder="local") as mem:
+        mem.remember("the cat sat on the mat")
+    error = run_cli("remember", "a kitten on the carpet", "--db", db, "--json", env={"MNEMOSYNE_THREADS": "four"},
+                    code=2, stream="stderr")
+    assert "MNEMOSYNE_THREADS" in error
+    with Mnemosyne(db_path=db) as mem:
+        assert mem.get_stats().total == 1
+
+
+class ResizingEmbedder(HashEmbedder):
+    """A service that tells its size only by answering, and may be redeployed."""
+
+    def __init__(self, dimension: int) -> None:
+        super().__init__(dimension)
+        self.model = "resizing-v1"
+        self.serving = dimension
+        self.dimension = None  # type: ignore[assignment]
+
+    def embed(self, texts):
+        return HashEmbedder(self.serving).embed(texts)
+
+
+def test_the_first_answer_fixes_an_unknown_dimension(tmp_path: Path):
+    db = tmp_path / "m.db"
+    service = ResizingEmbedder(8)
+    with Mnemosyne(db_path=db, embedder=service) as mem:
+        mem.remember("the cat sat on the mat")
+        assert mem.get_stats().embedder == "test-hash:resizing-v1 (8 dims)"
+        service.serving = 16  # redeployed with a bigger model: a failure, not a mix
+        mem.remember("a second memory")
+        assert vectors_in(db, dimension=8) == 1 and vectors_in(db) == 1
+    with Mnemosyne(db_path=db, embedder=ResizingEmbedder(16)) as mem:
+        assert len(mem.recall("memory cat")) == 2  # found, by words, without a mix of sizes
+
+
+class UnscaledEmbedder(HashEmbedder):
+    """Breaks the contract: rows of any length, and zero rows for texts without words."""
+
+    def embed(self, texts):
+        return super().embed(texts) * 1e20
+
+
+def test_vectors_are_scaled_to_unit_length_and_zero_rows_are_no_vectors(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=UnscaledEmbedder(32)) as mem:
+        words, none = mem.remember_many(["the cat sat on the mat", "!!! ???"])
+        with sqlite3.connect(db) as conn:
+            stored = conn.execute("SELECT m.id, v.vector FROM memories m JOIN memory_vectors v USING (seq)").fetchall()
+        assert [memory_id for memory_id, _ in stored] == [words]
+        vector = np.frombuffer(stored[0][1], dtype=np.float16).astype(np.float32)
+        assert abs(float(np.linalg.norm(vector)) - 1) < 1e-3
+        assert mem.get(none) is not None  # stored, with no vector that would never be found
+        assert mem.backfill_vectors() == 0
+
+
+class RefusingEmbedder(HashEmbedder):
+    """Refuses any text that mentions a secret, as a model refuses one too long for it."""
+
+    def embed(self, texts):
+        if any("secret" in text for text in texts):
+            raise EmbedderInputError("input refused")
+        return super().embed(texts)
+
+
+def test_a_custom_embedder_can_refuse_one_text_without_failing_the_others(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=RefusingEmbedder(32)) as mem:
+        ids = mem.remember_many([f"fact {i} about the rollout" for i in range(9)] + ["the secret is hunter2"])
+        assert vectors_in(db) == 9
+        assert mem.backfill_vectors() == 0
+        assert ids[-1] in [m.id for m in mem.recall("secret")]
 
 
 def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, caplog):
@@ -79,7 +160,56 @@ def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, cap
         assert vectors_in(db) == 5
         hits = mem.recall("kestrel rollout", top_k=5, explain=True)
         assert {m.id for m in hits} == set(ids)
-        assert sum(m.explanation["dense"] > 0 for m in hits) >= 4  # the lowest similarity scales to 0
+        assert all(m.explanation["dense"] > 0 for m in hits)
+
+
+def test_asking_for_a_backfill_while_the_model_fails_is_an_error(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=FailingEmbedder(64)) as mem:
+        mem.remember("stored without a vector")
+        with pytest.raises(EmbedderError, match="1 memories still have no vector"):
+            mem.backfill_vectors()
+        assert mem.sleep().active_after == 1  # sleep is no explicit request: it goes on
+
+
+class FlakyEmbedder(HashEmbedder):
+    """Down until switched back on."""
+
+    down = True
+
+    def embed(self, texts):
+        if self.down:
+            raise EmbedderError("the model server is restarting")
+        return super().embed(texts)
+
+
+def test_memories_stored_while_the_model_failed_get_vectors_once_it_is_back(tmp_path: Path, monkeypatch):
+    from mnemosyne import embedding
+
+    monkeypatch.setattr(embedding, "RETRY_AFTER_S", 0.0)  # the model is tried again at once
+    db = tmp_path / "m.db"
+    flaky = FlakyEmbedder(64)
+    with Mnemosyne(db_path=db, embedder=flaky) as mem:
+        mem.remember_many(["stored while the model was down", "also stored while it was down"])
+        assert vectors_in(db) == 0
+        flaky.down = False
+        mem.sleep()  # idle time: the vectors are filled in
+        assert vectors_in(db) == 2
+        flaky.down = True
+        mem.remember("another one stored while it was down")
+        flaky.down = False
+        mem.remember("the first write after it is back")  # starts filling in the rest
+        mem.backfill_vectors()  # waits for that pass
+        assert vectors_in(db) == 4
+
+
+def test_stats_name_the_embedder_another_process_switched_to(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as long_lived:
+        long_lived.remember("the cat sat on the mat")
+        with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as other:
+            other.reembed(HashEmbedder(32))
+        assert long_lived.get_stats().embedder == (
+            "test-hash:hash-v1-32 (32 dims), not this process's test-hash:hash-v1-64 (64 dims)")
 
 
 class ShortRowsEmbedder(HashEmbedder):
@@ -199,7 +329,7 @@ def test_cli_reembed_and_stats(tmp_path: Path):
     assert run_cli("reembed", "--db", db, code=2) == ""
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, code: int = 0) -> str:
+def run_cli(*args: str, env: dict[str, str] | None = None, code: int = 0, stream: str = "stdout") -> str:
     import os
 
     result = subprocess.run(
@@ -207,12 +337,10 @@ def run_cli(*args: str, env: dict[str, str] | None = None, code: int = 0) -> str
         env={**os.environ, **(env or {})},
     )
     assert result.returncode == code, result.stderr
-    return result.stdout
+    return str(getattr(result, stream))
 
 
 def vectors_in(db: Path, dimension: int | None = None) -> int:
-    import sqlite3
-
     with sqlite3.connect(db) as conn:
         blobs = [blob for (blob,) in conn.execute("SELECT vector FROM memory_vectors")]
     if dimension is not None:
@@ -271,6 +399,44 @@ class SlowHashEmbedder(HashEmbedder):
 
         time.sleep(0.02)
         return super().embed(texts)
+
+
+class SlowerThanTheWriter(HashEmbedder):
+    """A remote model's pace: 0.2 s a request, slower than a writer adds memories."""
+
+    def embed(self, texts):
+        import time
+
+        time.sleep(0.2)
+        return super().embed(texts)
+
+
+def test_reembed_ends_while_another_process_keeps_writing(tmp_path: Path):
+    db, stop = tmp_path / "m.db", tmp_path / "stop"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
+        mem.remember_many([f"memory {i} before the switch" for i in range(200)])
+    writer = (
+        "import os, sys\nfrom mnemosyne import Mnemosyne\n"
+        "with Mnemosyne(session_id='busy', db_path=sys.argv[1], embedder='none') as mem:\n"
+        "    i = 0\n"
+        "    while not os.path.exists(sys.argv[2]):\n"
+        "        mem.remember(f'note {i} written during the switch'); i += 1\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", writer, str(db), str(stop)])
+    try:
+        with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
+            while mem.get_stats().total < 300:
+                pass  # the writer is well under way
+            switched: list[int] = []
+            switch = threading.Thread(target=lambda: switched.append(mem.reembed(SlowerThanTheWriter(32))),
+                                      daemon=True)
+            switch.start()
+            switch.join(timeout=60)  # before, it chased the writer for as long as it wrote
+            assert switched and switched[0] >= 300
+            assert mem.get_stats().embedder == "test-hash:hash-v1-32 (32 dims)"
+    finally:
+        stop.touch()
+        assert process.wait(timeout=60) == 0
 
 
 def test_backfill_ends_while_another_process_keeps_writing_without_vectors(tmp_path: Path):

@@ -10,7 +10,9 @@ from .embedding import EmbedderSlot
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.vector_rows import Embedded
 
-BATCH = 256
+# Small enough that closing, which waits for the batch under way, waits for one
+# short model call (one request to an HTTP endpoint), not several.
+BATCH = 64
 Progress = Callable[[int, int], None]
 
 
@@ -28,7 +30,10 @@ class Backfill:
         background.stop_at_exit(self)  # a pass under way in any thread ends with the process
 
     def start(self) -> None:
-        """Start a background pass if this database has memories waiting for a vector."""
+        """Start a background pass if this database has memories waiting for a vector
+        and no pass is under way."""
+        if self._thread is not None and self._thread.is_alive():
+            return
         if self._slot.ready and self._store.missing_vectors(1):
             self._thread = threading.Thread(target=self._background, name="mnemosyne-backfill", daemon=True)
             self._thread.start()
@@ -81,13 +86,13 @@ class Backfill:
                 break
             after = batch[-1][0]
             vectors = self._slot.embed([content for _, content in batch])
-            if vectors is None or self._slot.signature is None:
-                break
-            embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)]
-            stored = self._store.add_vectors(embedded, self._slot.signature)
-            if stored == 0:
-                break  # another embedder owns this database now
-            done += stored
+            embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)
+                        if vector is not None]  # None: the model is failing, or refused this text
+            if embedded and self._slot.signature is not None:
+                stored = self._store.add_vectors(embedded, self._slot.signature)
+                if stored == 0:
+                    break  # another embedder owns this database now
+                done += stored
             if progress:
                 progress(done_before + done, total)
         return done
@@ -99,14 +104,18 @@ def embed_all(store: SQLiteStore, slot: EmbedderSlot, progress: Progress | None 
     Any failure of the model raises ``EmbedderError``: a switch of models is all or nothing.
     """
     embedded: list[Embedded] = []
-    total = store.count_memories()
-    last = 0
+    # Memories written meanwhile are left to the backfill after the switch: a writer
+    # that never pauses would otherwise keep the switch from ever ending.
+    up_to = store.newest_seq()
+    total = store.count_memories(up_to)
+    last, seen = 0, 0
     while True:
-        batch = store.contents_after(last, BATCH)
+        batch = store.contents_after(last, BATCH, up_to)
         if not batch:
             return embedded
-        vectors = slot.embed_checked([content for _, content in batch])
-        embedded.extend((seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True))
-        last = batch[-1][0]
+        vectors = slot.vectors_for([content for _, content in batch])
+        embedded.extend((seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)
+                        if vector is not None)  # a text the model refuses goes without, as on remember
+        last, seen = batch[-1][0], seen + len(batch)
         if progress:
-            progress(len(embedded), total)
+            progress(seen, total)

@@ -17,8 +17,13 @@ import numpy as np
 
 from .core.signature import same_embedder
 from .embedders import registry
-from .embedders.base import Embedder
-from .errors import EmbedderError, EmbedderMismatchError, InvalidInputError, MissingDependencyError
+from .embedders.base import Embedder, normalise_rows
+from .errors import (
+    EmbedderError,
+    EmbedderInputError,
+    EmbedderMismatchError,
+    MissingDependencyError,
+)
 
 log = logging.getLogger("mnemosyne")
 RETRY_AFTER_S = 300.0
@@ -36,6 +41,9 @@ class EmbedderSlot:
         if self.signature is not None and self._dimension and not self.signature.get("dimension"):
             self.signature = {**self.signature, "dimension": self._dimension}
         self._failed_at: float | None = None
+        # Set when the model answers again after failing: memories stored meanwhile
+        # wait for a vector, and the owner starts a backfill.
+        self.recovered = False
 
     @property
     def description(self) -> str:
@@ -44,18 +52,27 @@ class EmbedderSlot:
         text = registry.describe(self.signature)
         return text if self.embedder is not None else f"{text}, unavailable here"
 
+    def describe_for(self, recorded: dict[str, Any] | None) -> str:
+        """The embedder of a database's vectors (``recorded``, None before the first),
+        as this process sees it: its own, failing or not, or one it does not have
+        (another process switched models since this one opened)."""
+        if recorded is None or (self.signature is not None and same_embedder(recorded, self.signature)):
+            return f"{self.description}, failing" if self.embedder is not None and not self.ready else self.description
+        return f"{registry.describe(recorded)}, not this process's {self.description}"
+
     @property
     def ready(self) -> bool:
         if self.embedder is None:
             return False
         return self._failed_at is None or time.monotonic() - self._failed_at > RETRY_AFTER_S
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
-        """Vectors for ``texts``, or None if the embedder is absent or failing."""
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """A vector for each text, or None: for every text while the embedder is absent
+        or failing, for a text the model refuses (see ``vectors_for``). Never raises."""
         if not self.ready or not texts:
-            return None
+            return [None] * len(texts)
         try:
-            return self.embed_checked(texts)
+            return self.vectors_for(texts)
         except EmbedderError as exc:
             if self._failed_at is None:
                 log.warning(
@@ -64,10 +81,25 @@ class EmbedderSlot:
                     self.description, exc, RETRY_AFTER_S,
                 )
             self._failed_at = time.monotonic()
-            return None
+            return [None] * len(texts)
+
+    def vectors_for(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """A vector for each text; None for a text the model refuses (too long for it,
+        say), found by halving the batch, so one such text never costs the others
+        theirs, and for one it maps to zero (no words it knows): that vector would
+        never be found. A failure of the model as a whole raises ``EmbedderError``."""
+        try:
+            return [vector if vector.any() else None for vector in self.embed_checked(texts)]
+        except EmbedderInputError as exc:
+            if len(texts) == 1:
+                log.warning("embedder %s refused a text (%s); that memory is found by its words only",
+                            self.description, exc)
+                return [None]
+            half = len(texts) // 2
+            return self.vectors_for(texts[:half]) + self.vectors_for(texts[half:])
 
     def embed_checked(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts``, one finite row each; any failure raises ``EmbedderError``."""
+        """Unit vectors for ``texts``, one finite row each; any failure raises ``EmbedderError``."""
         assert self.embedder is not None
         try:
             vectors = self.embedder.embed(texts)
@@ -75,9 +107,14 @@ class EmbedderSlot:
             raise
         except Exception as exc:  # a custom embedder's own error: still never lose the write
             raise EmbedderError(f"{type(exc).__name__}: {exc}") from exc
-        vectors = _checked(vectors, len(texts), self._dimension or self.embedder.dimension)
-        self._failed_at = None
-        self.signature = registry.signature(self.embedder)  # an HTTP model learns its dimension
+        vectors = _checked(vectors, len(texts), self._dimension)
+        if self._failed_at is not None:
+            self._failed_at, self.recovered = None, True
+        if self._dimension is None:
+            # A model that tells its size only by answering: its first vectors fix it,
+            # here and (with the signature) in the database, so no other size mixes in.
+            self._dimension = int(vectors.shape[1])
+            self.signature = {**registry.signature(self.embedder), "dimension": self._dimension}
         return vectors
 
 
@@ -95,8 +132,9 @@ def _expected_dimension(embedder: Embedder | None, recorded: dict[str, Any] | No
 
 
 def _checked(vectors: np.ndarray, count: int, dimension: int | None) -> np.ndarray:
-    """``vectors`` if it holds one finite row of ``dimension`` (when known) per text:
-    a server that drops or garbles rows must not pair a vector with the wrong memory."""
+    """``vectors``, scaled to unit length (zero rows stay zero), if it holds one finite
+    row of ``dimension`` (when known) per text: a server that drops or garbles rows
+    must not pair a vector with the wrong memory."""
     try:
         vectors = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:  # ragged rows, or not numbers
@@ -107,7 +145,9 @@ def _checked(vectors: np.ndarray, count: int, dimension: int | None) -> np.ndarr
         raise EmbedderError(f"the embedder returned {vectors.shape[1]}-dimensional vectors, not {dimension}")
     if not np.isfinite(vectors).all():
         raise EmbedderError("the embedder returned vectors with NaN or infinite values")
-    return vectors
+    # The contract asks for unit rows; a custom model that skips it would defeat the
+    # similarity floor below which meaning alone makes no result.
+    return normalise_rows(vectors)
 
 
 def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) -> EmbedderSlot:
@@ -126,18 +166,23 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
             return EmbedderSlot(None, recorded)
         current = registry.signature(embedder)
         if recorded is not None and not same_embedder(recorded, current):
+            spec = registry.spec_of(current)
+            switch = (f"`mnemosyne reembed --embedder {spec} --db PATH`" if registry.names_a_kind(spec)
+                      else "`Mnemosyne(db_path=PATH).reembed(your_embedder)`")  # an object the CLI cannot build
             raise EmbedderMismatchError(
                 f"this database's vectors were made by {registry.describe(recorded)}, not "
                 f"{registry.describe(current)}; open it without choosing an embedder to use the "
-                f"recorded one, or switch it with `mnemosyne reembed --embedder "
-                f"{registry.spec_of(current)} --db PATH`"
+                f"recorded one, or switch it with {switch}"
             )
         return EmbedderSlot(embedder, recorded)
     spec = registry.spec_of(recorded) if recorded is not None else registry.best_installed_spec()
+    if not registry.names_a_kind(spec):
+        # A custom embedder object recorded by another program: pass it as embedder=
+        # to use it here. Until then, nothing is mixed, nothing is lost.
+        log.warning("embedder %s is a custom one, not available here; recall is lexical only", spec)
+        return EmbedderSlot(None, recorded)
     try:
         return EmbedderSlot(registry.from_spec(spec), recorded)
-    except (MissingDependencyError, EmbedderError, InvalidInputError) as exc:
-        # e.g. a custom embedder object recorded by another program: pass it as
-        # embedder= to use it here. Until then, nothing is mixed, nothing is lost.
+    except (MissingDependencyError, EmbedderError) as exc:  # a bad setting (InvalidInputError) is refused
         log.warning("embedder %s is unavailable here (%s); recall is lexical only", spec, exc)
         return EmbedderSlot(None, recorded)

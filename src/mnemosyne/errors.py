@@ -125,6 +125,13 @@ class EmbedderError(MnemosyneError):
     code = "embedder_error"
 
 
+class EmbedderInputError(EmbedderError):
+    """The model refused these texts (too long for it, say), not every text: the others
+    still get vectors. Raise it from a custom embedder for input it cannot take."""
+
+    code = "embedder_input"
+
+
 class EmbedderMismatchError(EmbedderError):
     """The database's vectors were made by a different embedder than the one given."""
 

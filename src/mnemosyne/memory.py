@@ -36,7 +36,7 @@ from .core.validation import (
 from .embedders import registry
 from .embedders.base import Embedder
 from .episodic import DEFAULT_EPISODE_GAP, EpisodicMixin
-from .errors import InvalidInputError
+from .errors import EmbedderError, InvalidInputError
 from .models import DoctorReport, Memory, SleepReport, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
@@ -233,8 +233,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if not changes:  # a call that changes nothing is a mistake worth hearing about
             raise InvalidInputError("update needs at least one of content, importance or metadata")
         if content is not None:
-            vectors = self._embedder.embed([content])
-            vector = None if vectors is None else vectors[0]
+            vector = self._embed([content])[0]
         updated = self._store.update(memory_id, self.session_id, changes, vector, self._embedder.signature)
         self._touch_auto_sleep()
         return updated
@@ -312,7 +311,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             db_path=str(self.db_path),
             db_size_bytes=self._store.size_bytes(),
             schema_version=self._store.schema_version(),
-            embedder=self._embedder.description,
+            embedder=self._embedder.describe_for(self._store.recorded_embedder()),
             last_backup_at=None if last_backup is None else from_timestamp(float(last_backup)),
             last_sleep_at=None if last_sleep is None else from_timestamp(float(last_sleep)),
         )
@@ -366,7 +365,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if progress is not None:
             memories = _reporting(memories, progress, len(export.memories))
         added = self._store.import_memories(memories, export.usage, export.episodes, export.links, export.unshared)
-        self.backfill_vectors()
+        self._backfill.run()  # a failing model leaves the rest to later passes
         return added
 
     # -- embeddings -----------------------------------------------------------------
@@ -374,9 +373,17 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     def backfill_vectors(self, progress: Progress | None = None) -> int:
         """Embed memories stored without a vector (the embedder was down); return how many.
 
-        Runs by itself in the background after open; call it to wait for it.
+        Runs by itself in the background after open, and in sleep; call it to wait for
+        it. Raises :class:`EmbedderError` if memories still lack a vector because the
+        embedder is failing or not available here (a text the model refused stays
+        without one and is no error).
         """
-        return self._backfill.run(progress)
+        done = self._backfill.run(progress)
+        if not self._embedder.ready and (missing := self._store.count_missing_vectors(self._store.newest_seq())):
+            why = (f"embedder {self._embedder.description} is failing" if self._embedder.embedder is not None
+                   else f"no embedder can make them here ({self._embedder.description})")
+            raise EmbedderError(f"{missing} memories still have no vector: {why}; they are found by their words")
+        return done
 
     def reembed(
         self, embedder: str | Embedder, progress: Progress | None = None
@@ -403,15 +410,16 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             raise
         self._embedder = slot
         self._backfill = Backfill(self._store, slot)
-        self.backfill_vectors()  # memories written or edited while we were embedding
+        self._backfill.run()  # memories written or edited while we were embedding
         return len(embedded)
 
     # -- sleep ------------------------------------------------------------------------
 
     def _after_sleep(self, report: SleepReport) -> None:
-        # New summaries and shared facts get their vectors before sleep() returns.
-        if (report.summaries or report.promoted) and not report.dry_run:
-            self.backfill_vectors()
+        # New summaries and shared facts get their vectors before sleep() returns, and
+        # so do memories stored while the model was failing: idle time is when to.
+        if not report.dry_run:
+            self._backfill.run()
 
     def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
         """The stored vectors of these memories, for the near-duplicate rule."""
@@ -462,10 +470,17 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     def _insert(self, memories: list[NewMemory]) -> list[str]:
         # Embed before taking the write lock: a slow model never blocks other writers.
-        vectors = self._embedder.embed([m.content for m in memories])
-        ids = self._store.insert(memories, None if vectors is None else list(vectors), self._embedder.signature)
+        vectors = self._embed([m.content for m in memories])
+        ids = self._store.insert(memories, vectors, self._embedder.signature)
         self._touch_auto_sleep()
         return ids
+
+    def _embed(self, texts: list[str]) -> list[np.ndarray | None]:
+        vectors = self._embedder.embed(texts)
+        if self._embedder.recovered:  # the model is back: fill in what was stored without it
+            self._embedder.recovered = False
+            self._backfill.start()
+        return vectors
 
     def _prepare(
         self,

@@ -35,6 +35,6 @@ class Embedder(Protocol):
 def normalise_rows(vectors: np.ndarray) -> np.ndarray:
     """Scale each row to unit length (zero rows stay zero) as float32."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=1, keepdims=True)  # squares overflow float32
     norms[norms == 0] = 1.0
-    return vectors / norms
+    return (vectors / norms).astype(np.float32)

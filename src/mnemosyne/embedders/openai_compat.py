@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import EmbedderError
+from ..errors import EmbedderError, EmbedderInputError
 from .base import normalise_rows
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_INPUT_REFUSED = frozenset({400, 413, 422})  # HTTP statuses that blame the request's texts
 
 
 class OpenAICompatibleEmbedder:
@@ -25,7 +27,9 @@ class OpenAICompatibleEmbedder:
 
     >>> OpenAICompatibleEmbedder("nomic-embed-text", base_url="http://127.0.0.1:11434/v1")  # Ollama
 
-    ``dimension`` is learnt from the first response unless given.
+    ``dimension``, when given, is checked on every answer; when not, the size of the
+    first answer the caller accepts is the model's (Mnemosyne records it). ``timeout``
+    bounds each request as a whole, however slowly the server answers.
     """
 
     name = "openai"
@@ -60,9 +64,7 @@ class OpenAICompatibleEmbedder:
         if matrix.ndim != 2 or matrix.shape[1] == 0:
             raise EmbedderError(f"{self.base_url} returned embeddings of shape {matrix.shape} for {self.model!r}")
         vectors = normalise_rows(matrix)
-        if self.dimension is None:
-            self.dimension = int(vectors.shape[1])
-        elif vectors.shape[1] != self.dimension:
+        if self.dimension is not None and vectors.shape[1] != self.dimension:
             raise EmbedderError(
                 f"{self.base_url} returned {vectors.shape[1]}-dimensional vectors for {self.model!r}, "
                 f"expected {self.dimension}"
@@ -80,10 +82,21 @@ class OpenAICompatibleEmbedder:
             headers=headers,
             method="POST",
         )
+        deadline = time.monotonic() + self._timeout
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                payload = json.load(response)
+                body = b""
+                while chunk := response.read1(65_536):  # one read at a time, to check the deadline
+                    body += chunk
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"no complete answer within {self._timeout:g} s")
+            payload = json.loads(body)
             data = sorted(payload["data"], key=lambda item: item["index"])
             return [item["embedding"] for item in data]
+        except urllib.error.HTTPError as exc:
+            # 400, 413, 422: this input (too long, say), not the service. Retried in
+            # halves by the caller, so the other texts still get their vectors.
+            refused = EmbedderInputError if exc.code in _INPUT_REFUSED else EmbedderError
+            raise refused(f"embedding request to {self.base_url} for {self.model!r} failed: {exc}") from exc
         except (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
             raise EmbedderError(f"embedding request to {self.base_url} for {self.model!r} failed: {exc}") from exc

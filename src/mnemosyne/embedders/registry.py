@@ -17,16 +17,25 @@ from ..core.signature import same_embedder
 from ..errors import InvalidInputError, MissingDependencyError
 from .base import Embedder
 
-__all__ = ["best_installed_spec", "describe", "from_spec", "requested_spec", "same_embedder", "signature", "spec_of"]
+__all__ = [
+    "best_installed_spec", "describe", "from_spec", "names_a_kind", "requested_spec", "same_embedder", "signature",
+    "spec_of",
+]
 
 ENV_VAR = "MNEMOSYNE_EMBEDDER"
 NONE = "none"
+KINDS = frozenset({NONE, "local", "sentence-transformers", "openai"})
 
 
 def from_spec(spec: str) -> Embedder | None:
     """Build the embedder a spec names (``None`` for ``"none"``)."""
     kind, _, model = spec.partition(":")
-    kind = kind.strip().lower()
+    kind, model = kind.strip().lower(), model.strip()
+    if kind in (NONE, "local") and model:  # "local:all-mpnet-base-v2" is not the bundled model
+        raise InvalidInputError(
+            f"embedder {spec!r}: {kind!r} takes no model name; for another model use "
+            f"'sentence-transformers:<model>' or 'openai:<model>'"
+        )
     if kind == NONE:
         return None
     if kind == "local":
@@ -54,6 +63,11 @@ def _shared_local_model() -> Embedder:
     except ImportError as exc:
         raise MissingDependencyError("the local embedding model", "local") from exc
     return LocalEmbedder()
+
+
+def names_a_kind(spec: str) -> bool:
+    """Whether ``spec`` is of a kind this registry builds (not a custom embedder's name)."""
+    return spec.partition(":")[0].strip().lower() in KINDS
 
 
 def requested_spec() -> str | None:

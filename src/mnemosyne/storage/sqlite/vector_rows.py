@@ -89,15 +89,17 @@ class VectorRows:
                 "WHERE v.seq IS NULL AND m.seq <= ?", (up_to,)
             ).fetchone()[0])
 
-    def count_memories(self) -> int:
+    def count_memories(self, up_to: int) -> int:
+        """How many memories have a seq up to ``up_to``."""
         with self._db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+            return int(conn.execute("SELECT count(*) FROM memories WHERE seq <= ?", (up_to,)).fetchone()[0])
 
-    def contents_after(self, seq: int, limit: int) -> list[tuple[int, str]]:
-        """``(seq, content)`` of the next ``limit`` memories after ``seq``."""
+    def contents_after(self, seq: int, limit: int, up_to: int) -> list[tuple[int, str]]:
+        """``(seq, content)`` of the next ``limit`` memories after ``seq``, up to ``up_to``."""
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
+                "SELECT seq, content FROM memories WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (seq, up_to, limit),
             ).fetchall()
         return [(int(s), str(c)) for s, c in rows]
 
