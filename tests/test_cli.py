@@ -188,6 +188,8 @@ FAILURES = {
     "top_k too large for any integer": (["recall", "hello", "-k", "99999999999999999999"], BAD_INPUT,
                                         "invalid_input"),
     "backup over an existing file": (["backup", "{latin1}"], BAD_INPUT, "invalid_input"),
+    "backup to a folder's name": (["backup", "."], BAD_INPUT, "invalid_input"),
+    "backup to the root": (["backup", "/"], BAD_INPUT, "invalid_input"),
     "restore corrupt backup": (["restore", "{corrupt}"], FAILURE, "backup_error"),
     "verify corrupt backup": (["verify-backup", "{corrupt}"], FAILURE, "backup_error"),
 }
@@ -243,13 +245,21 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
 
 @pytest.mark.parametrize("args", [
     ["recall", "x", "-k", "0"],
+    ["recall", "x", "--since", "not-a-date"],
+    ["recall", "x", "--source", ""],
     ["remember", "x", "--importance", "5"],
+    ["remember", "x", "--created-at", "yesterday-ish"],
+    ["remember", "x", "--source", ""],
     ["timeline", "--limit", "0"],
+    ["timeline", "--until", "not-a-date"],
     ["import", "missing.jsonl"],
+    ["import", "{tmp}/not-json.jsonl"],
+    ["reembed", "--embedder", "bogus"],
     ["undo-sleep", "nope"],
 ])
-def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, args: list[str]) -> None:
-    done = cli(*args, expect=BAD_INPUT)
+def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "not-json.jsonl").write_text("not json\n")
+    done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], expect=BAD_INPUT)
     assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
     assert not cli.db.exists()
 

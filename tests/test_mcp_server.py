@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from mnemosyne import Mnemosyne
+
 TOOL_NAMES = {"remember", "recall", "get", "update", "forget", "timeline", "sleep", "stats", "backup"}
 
 
@@ -150,10 +152,14 @@ def test_streamable_http(tmp_path: Path):
 
         anyio.run(main)
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)  # how docker and systemd stop a server
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
     assert process.returncode == 0, process.stderr.read().decode() if process.stderr else ""
+    # A clean stop: the recall counts it held in memory were written.
+    with Mnemosyne(session_id="planner", db_path=tmp_path / "memories.db", embedder="none") as mem:
+        window = next(m for m in mem.timeline(session_id="ops") if m.content.startswith("Deploy window"))
+        assert window.access_count >= 1

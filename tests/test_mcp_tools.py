@@ -90,6 +90,16 @@ def test_backups_get_unique_names_and_never_replace_one(sessions: Sessions):
         call_tool(sessions, "backup", {"name": "pre-deploy.bak"})
 
 
+def test_unnamed_backups_made_at_once_each_get_a_name(sessions: Sessions):
+    from concurrent.futures import ThreadPoolExecutor
+
+    call_tool(sessions, "remember", {"content": "worth keeping"})
+    with ThreadPoolExecutor(max_workers=8) as pool:  # as a server serves concurrent calls
+        made = list(pool.map(lambda _: call_tool(sessions, "backup", {}), range(8)))
+    assert len({backup["backup_path"] for backup in made}) == 8
+    assert all(verify_backup(backup["backup_path"]).memory_count == 1 for backup in made)
+
+
 def test_a_backup_never_replaces_another_backups_manifest(sessions: Sessions):
     call_tool(sessions, "remember", {"content": "worth keeping"})
     first = Path(call_tool(sessions, "backup", {"name": "nightly.bak"})["backup_path"])

@@ -417,6 +417,27 @@ def test_a_restore_interrupted_while_copying_changes_nothing(
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_restore_interrupted_after_it_went_live_reports_it_restored(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mnemosyne.dr import recovery
+
+    seed(db_path, count=3)
+    create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
+    restored = rows(db_path)
+    with Mnemosyne(session_id="s1", db_path=db_path) as live:
+        live.remember("written after the backup")
+    remove = recovery._remove_stage
+
+    def interrupted(staged: Path) -> None:  # Ctrl-C while the staged copy is removed
+        remove(staged)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(recovery, "_remove_stage", interrupted)
+    manifest = restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
+    assert manifest.memory_count == 3 and rows(db_path) == restored
+
+
 def test_a_restore_removes_copies_killed_restores_left_and_no_other(db_path: Path, tmp_path: Path) -> None:
     seed(db_path, count=2)
     create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")

@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,13 +116,42 @@ def test_a_database_with_damaged_pages(tmp_path: Path):
 def test_a_read_only_file(tmp_path: Path):
     db = make_db(tmp_path / "m.db")
     before = db.read_bytes()
-    with immutable(db):
-        with Mnemosyne(session_id="s", db_path=db) as mem:
-            assert [m.content for m in mem.recall("apples")]  # reading still works
-            with pytest.raises(ReadOnlyDatabaseError, match="read-only.*write access") as info:
-                mem.remember("cannot be stored")
-            assert isinstance(info.value.__cause__, sqlite3.OperationalError)
-    assert db.read_bytes() == before
+    with contextlib.ExitStack() as read_only:
+        read_only.enter_context(immutable(db))
+        mem = read_only.enter_context(Mnemosyne(session_id="s", db_path=db, embedder="none"))
+        assert [m.content for m in mem.recall("apples")]  # reading still works
+        with pytest.raises(ReadOnlyDatabaseError, match="read-only.*write access") as info:
+            mem.remember("cannot be stored")
+        assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+        assert db.read_bytes() == before
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+        # Writable again, as the error asked: the same instance writes (SQLite had
+        # opened its connection read-only, and would have kept it so).
+        mem.remember("stored once the file is writable")
+        assert mem.get_stats().total == 2
+
+
+def test_a_database_file_deleted_while_open_takes_no_more_writes(tmp_path: Path):
+    db = make_db(tmp_path / "m.db")
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("written before the file was deleted")
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        with pytest.raises(StorageError, match="deleted or replaced"):
+            mem.remember("would be written into the deleted file")
+        failures: list[BaseException] = []
+
+        def write_from_a_new_thread() -> None:  # a new connection: it must not create an empty file
+            try:
+                mem.remember("from another thread")
+            except StorageError as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=write_from_a_new_thread)
+        thread.start()
+        thread.join()
+        assert len(failures) == 1 and "deleted or replaced" in str(failures[0])
+        assert not db.exists()
 
 
 def test_a_read_only_folder(tmp_path: Path):

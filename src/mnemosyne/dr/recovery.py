@@ -178,16 +178,24 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     _refuse_foreign_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_stages(target)
-    with _stage(target) as staged:
-        shutil.copyfile(backup, staged)
-        fsync_file(staged)
-        if sha256_of(staged)[0] != manifest.sha256:
-            raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
-        _mark_restored(staged, backup, manifest)
-        if _is_healthy_database(target):
-            _copy_into_live(staged, target)
-        else:
-            _swap_file(staged, target)
+    mark = None
+    try:
+        with _stage(target) as staged:
+            shutil.copyfile(backup, staged)
+            fsync_file(staged)
+            if sha256_of(staged)[0] != manifest.sha256:
+                raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
+            mark = _mark_restored(staged, backup, manifest)
+            if _is_healthy_database(target):
+                _copy_into_live(staged, target)
+            else:
+                _swap_file(staged, target)
+    except KeyboardInterrupt:
+        # Ctrl-C after the restored contents went live (while cleaning up) must not
+        # be reported as a restore that changed nothing.
+        if mark is None or not _restored_by(target, mark):
+            raise
+        log.warning("interrupted after %s was restored; the restore is complete", target)
     return manifest
 
 
@@ -323,9 +331,10 @@ def _swap_file(staged: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> None:
+def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> str:
     """Bring the staged copy to this version's schema and record the restore in it, so
-    the restored contents, their schema and their record go live in one transaction."""
+    the restored contents, their schema and their record go live in one transaction.
+    Returns the mark in that record, which tells whether those contents went live."""
     if not staged.is_file():  # SQLite would make a new, empty database there
         raise BackupError(f"the staged copy {staged} disappeared; nothing was restored", staged)
     store = SQLiteStore(staged)  # migrates a backup made by an older schema
@@ -333,7 +342,8 @@ def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> None
         if store.safety_backup is not None:  # the backup itself is the copy from before
             store.safety_backup.unlink()
             manifest_path(store.safety_backup).unlink()
-        store.record_event("restore", {"backup": str(backup)})
+        mark = secrets.token_hex(8)
+        store.record_event("restore", {"backup": str(backup), "mark": mark})
         # The restored contents were backed up when that backup was made: their own
         # record of the last backup predates it.
         try:
@@ -347,6 +357,19 @@ def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> None
         store.set_meta("index_epoch", str(time.time_ns()))
     finally:
         store.close()
+    return mark
+
+
+def _restored_by(path: Path, mark: str) -> bool:
+    """Whether the database at ``path`` records the restore that ``mark`` names."""
+    try:
+        with closing(open_read_only(path)) as conn:
+            row = conn.execute(
+                "SELECT 1 FROM audit_log WHERE op = 'restore' AND json_extract(detail, '$.mark') = ?", (mark,)
+            ).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None
 
 
 def _read_manifest(backup: Path) -> BackupManifest:

@@ -199,9 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _remember(args: argparse.Namespace) -> None:
-    from ..core.validation import check_importance
+    from ..core.timeutil import optional_timestamp
+    from ..core.validation import check_content, check_importance, check_label
 
-    check_importance(args.importance)  # before the database is opened, or created
+    # Before the database is opened, or created.
+    check_content(args.content)
+    check_importance(args.importance)
+    check_label(args.source, "source")
+    optional_timestamp(args.created_at, "created_at")
     memory_id = _open(args).remember(
         args.content, source=args.source, importance=args.importance, scope=args.scope,
         metadata=args.metadata, created_at=args.created_at,
@@ -210,9 +215,14 @@ def _remember(args: argparse.Namespace) -> None:
 
 
 def _recall(args: argparse.Namespace) -> None:
-    from ..core.validation import check_top_k
+    from ..core.timeutil import time_range
+    from ..core.validation import check_query, check_sources, check_top_k
 
-    check_top_k(args.top_k)  # before the database is opened, or created
+    # Before the database is opened, or created.
+    check_query(args.query)
+    check_top_k(args.top_k)
+    check_sources(args.source)
+    time_range(args.since, args.until)
     results = _open(args).recall(
         args.query, args.top_k, scope=args.scope, source=args.source, since=args.since,
         until=args.until, include_consolidated=args.include_consolidated,
@@ -296,10 +306,12 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    from ..transfer import check_readable
+    from ..transfer import check_readable, is_stream, read_jsonl
     from .progress import ProgressBar
 
     check_readable(Path(args.path))  # before the database is opened, or created
+    if not Path(_db_path(args)).expanduser().exists() and not is_stream(Path(args.path)):
+        read_jsonl(Path(args.path))  # a bad file creates no database (a pipe can be read only once)
     with ProgressBar("importing", quiet=args.quiet) as bar:
         added = _open(args).import_jsonl(args.path, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
@@ -323,23 +335,28 @@ def _undo_sleep(args: argparse.Namespace) -> None:
 
 def _reembed(args: argparse.Namespace) -> None:
     from .. import InvalidInputError
+    from ..embedders import registry
     from .progress import ProgressBar
 
     if args.missing == bool(args.embedder):
         raise InvalidInputError("give either --embedder SPEC (switch models) or --missing (fill gaps)")
+    # Built before the database is opened, or created: a bad spec changes nothing.
+    new = (registry.from_spec(args.embedder) or args.embedder) if args.embedder else None
     # Switching opens without embedding anything ("none" fits any recorded model), so a
     # MNEMOSYNE_EMBEDDER that already names the new model cannot block the switch.
     mem = _open(args) if args.missing else _open(args, embedder="none")
     with ProgressBar("embedding", quiet=args.quiet) as bar:
-        count = mem.backfill_vectors(progress=bar) if args.missing else mem.reembed(args.embedder, progress=bar)
+        count = mem.backfill_vectors(progress=bar) if new is None else mem.reembed(new, progress=bar)
     embedder = mem.get_stats().embedder
     _done(args, {"embedded": count, "embedder": embedder}, f"embedded {count} memories with {embedder}")
 
 
 def _timeline(args: argparse.Namespace) -> None:
+    from ..core.timeutil import time_range
     from ..core.validation import check_limit
 
     check_limit(args.limit)  # before the database is opened, or created
+    time_range(args.since, args.until)
     events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events))
 

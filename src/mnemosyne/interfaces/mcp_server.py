@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +94,10 @@ def serve(
     with sessions.use() as mem:
         served = mem.db_path
     server = build_server(sessions)
+    if threading.current_thread() is threading.main_thread():
+        # A stop request (docker stop, systemd) ends the server as Ctrl-C does, through
+        # the finally below: recall counts still buffered are written, not lost.
+        signal.signal(signal.SIGTERM, _stop_requested)
     try:
         if http:
             if host not in ("127.0.0.1", "localhost", "::1"):
@@ -105,6 +111,10 @@ def serve(
         pass
     finally:
         sessions.close()
+
+
+def _stop_requested(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

@@ -185,6 +185,7 @@ def _stats(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
 
 
 _BACKUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
+_NAMING = threading.Lock()  # held while an unnamed backup picks its name and is written
 
 
 def _backup(mem: Mnemosyne, args: Result, sessions: Sessions) -> Result:
@@ -193,12 +194,16 @@ def _backup(mem: Mnemosyne, args: Result, sessions: Sessions) -> Result:
     folder = sessions.backup_dir
     name = args.get("name")
     if name is None:
-        stem = f"{mem.db_path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-        name, n = f"{stem}.bak", 1
-        while _taken(folder / name):
-            n += 1
-            name = f"{stem}-{n}.bak"
-    elif not isinstance(name, str) or not _BACKUP_NAME.fullmatch(name) or ".." in name:
+        # Concurrent calls would choose the same free name: one at a time.
+        with _NAMING:
+            stem = f"{mem.db_path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            name, n = f"{stem}.bak", 1
+            while _taken(folder / name):
+                n += 1
+                name = f"{stem}-{n}.bak"
+            manifest = create_backup(db_path=mem.db_path, backup_path=folder / name)
+        return {"backup_path": str(folder / name), **vars(manifest)}
+    if not isinstance(name, str) or not _BACKUP_NAME.fullmatch(name) or ".." in name:
         raise InvalidInputError(
             f"backup name {name!r} must be a plain file name (letters, digits, '.', '_', '-'), "
             "not a path; it is written inside the server's backup folder"

@@ -79,6 +79,8 @@ def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest
 
 def check_backup_target(source: Path, target: Path) -> None:
     """Raise :class:`InvalidInputError` unless a backup of ``source`` may be written at ``target``."""
+    if not target.name or target.name == "..":  # ".", "/", "..": a folder, not a file name
+        raise InvalidInputError(f"backup_path {str(target)!r} names a folder; give the backup file's path")
     own = {source.with_name(source.name + suffix).resolve() for suffix in ("", "-wal", "-shm", "-journal")}
     if target.resolve() in own:
         raise InvalidInputError(

@@ -138,6 +138,7 @@ class Database:
 
     def __init__(self, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = path
+        self._absolute = Path(os.path.abspath(path))  # the same file whatever the working directory
         self.busy_timeout = float(busy_timeout)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -146,6 +147,10 @@ class Database:
         # out from under a thread that is using it (that crashed the interpreter).
         self._in_use: dict[sqlite3.Connection, int] = {}
         self._closed = False
+        # The file the first connection opened (device, inode). Later connections
+        # never create one, and a write checks it is still the file at the path: one
+        # deleted or replaced under a running process would take writes into the void.
+        self._file: tuple[int, int] | None = None
 
     def connect(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
@@ -161,14 +166,18 @@ class Database:
         return conn
 
     def _open(self) -> sqlite3.Connection:
+        first = self._file is None
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, so no
             # transaction is ever opened behind our back.
             conn = sqlite3.connect(
-                self.path, timeout=min(self.busy_timeout, _SQLITE_WAIT_CAP_S),
+                self._absolute if first else f"{self._absolute.as_uri()}?mode=rw",
+                uri=not first, timeout=min(self.busy_timeout, _SQLITE_WAIT_CAP_S),
                 isolation_level=None, check_same_thread=False,
             )
         except sqlite3.Error as exc:
+            if not first and _identity(self._absolute) is None:
+                raise self._gone() from exc
             raise translate(exc, self.path, "open the database") from exc
         conn.row_factory = sqlite3.Row
         end = time.monotonic() + self.busy_timeout
@@ -184,6 +193,8 @@ class Database:
                 # Freed space is overwritten with zeros, whatever this SQLite build's
                 # default: a forgotten memory's text must not linger in free pages.
                 conn.execute("PRAGMA secure_delete = ON")
+                if first:
+                    self._file = _identity(self._absolute)
                 return conn
             except sqlite3.Error as exc:
                 if not is_busy(exc) or time.monotonic() >= end:
@@ -288,7 +299,7 @@ class Database:
         except BaseException as exc:
             self._rollback(conn)
             if isinstance(exc, sqlite3.Error):
-                raise translate(exc, self.path, action) from exc
+                raise self._failed(conn, exc, action) from exc
             raise
         else:
             self._finish(conn, action, time.monotonic() + self.busy_timeout if end is None else end)
@@ -305,12 +316,16 @@ class Database:
             try:
                 self._set_wait(conn, end)
                 conn.execute("BEGIN IMMEDIATE")
-                return
             except sqlite3.Error as exc:
                 self._rollback(conn)
                 if not is_busy(exc) or time.monotonic() >= end:
-                    raise translate(exc, self.path, action) from exc
-            delay = _sleep(delay, end)
+                    raise self._failed(conn, exc, action) from exc
+                delay = _sleep(delay, end)
+                continue
+            if _identity(self._absolute) != self._file:
+                self._rollback(conn)
+                raise self._gone()
+            return
 
     def _finish(self, conn: sqlite3.Connection, action: str, end: float) -> None:
         """COMMIT, retrying if busy (possible outside WAL mode, e.g. on a network disk)."""
@@ -326,6 +341,22 @@ class Database:
                     self._rollback(conn)
                     raise translate(exc, self.path, action) from exc
             delay = _sleep(delay, end)
+
+    def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, action: str) -> StorageError:
+        """The error to raise for ``exc``. A connection that met a read-only file is
+        dropped: SQLite opened it read-only, and would stay so after the file is made
+        writable again; the next call opens a fresh one."""
+        error = translate(exc, self.path, action)
+        if isinstance(error, ReadOnlyDatabaseError):
+            self._discard(conn)
+        return error
+
+    def _gone(self) -> StorageError:
+        return StorageError(
+            f"the database file {self.path} was deleted or replaced while this process had it open; "
+            "nothing more is written to the old one: open the database again (a new Mnemosyne instance)",
+            self.path,
+        )
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
         if not conn.in_transaction:
@@ -376,6 +407,15 @@ class Database:
                 conn.close()
             except sqlite3.Error:
                 pass
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (device and inode), or None if none is."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
