@@ -101,7 +101,8 @@ class Backfill:
 def embed_all(store: SQLiteStore, slot: EmbedderSlot, progress: Progress | None = None) -> list[Embedded]:
     """A vector for every memory, computed batch by batch without holding any lock.
 
-    Any failure of the model raises ``EmbedderError``: a switch of models is all or nothing.
+    A failure of the model raises ``EmbedderError``: a switch of models is all or
+    nothing. A text the model refuses goes without a vector, as it would on remember.
     """
     embedded: list[Embedded] = []
     # Memories written meanwhile are left to the backfill after the switch: a writer
