@@ -43,6 +43,10 @@ class DupRules:
         object.__setattr__(self, "min_tokens", min_tokens)
 
 
+# How many earlier anchors sharing a prefix word (and the values) a text is compared with.
+PROBED_ANCHORS = 256
+
+
 def word_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
 
@@ -100,7 +104,10 @@ def duplicate_groups(
         return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
 
     anchor_of_hash: dict[str, int] = {}
-    postings: dict[str, list[int]] = defaultdict(list)  # prefix word -> anchors
+    # Prefix word -> anchors, apart for each tuple of values: only texts stating the
+    # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
+    # would otherwise probe every earlier anchor for every text.
+    postings: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
     members: dict[int, list[int]] = {}
     for i in range(n):
         candidates: set[int] = set()
@@ -108,9 +115,11 @@ def duplicate_groups(
         if exact is not None:
             candidates.add(exact)
         lexical = len(sets[i]) >= rules.min_tokens
-        head = prefix(sets[i]) if lexical else []
-        for word in head:
-            candidates.update(postings.get(word, ()))
+        head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
+        for key in head:
+            # The latest anchors only: work stays linear in a huge corpus of near-alike
+            # texts; a copy whose first anchor is further back merely stays unmerged.
+            candidates.update(postings.get(key, ())[-PROBED_ANCHORS:])
         candidates.update(j for j in similar.get(i, ()) if j in members)
         chosen = None
         for j in sorted(candidates):
@@ -128,8 +137,8 @@ def duplicate_groups(
             continue
         members[i] = [i]
         anchor_of_hash.setdefault(hashes[i], i)
-        for word in head:
-            postings[word].append(i)
+        for key in head:
+            postings[key].append(i)
     return [group for group in members.values() if len(group) > 1]
 
 
