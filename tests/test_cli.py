@@ -255,6 +255,7 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
     ["import", "missing.jsonl"],
     ["import", "{tmp}/not-json.jsonl"],
     ["reembed", "--embedder", "bogus"],
+    ["reembed", "--embedder", "none"],
     ["undo-sleep", "nope"],
 ])
 def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, tmp_path: Path, args: list[str]) -> None:

@@ -240,7 +240,7 @@ def test_one_answer_of_another_size_does_not_spoil_later_ones(server, tmp_path: 
     assert vector_sizes(db) == [8, 8]
 
 
-def test_the_timeout_bounds_a_whole_answer_however_slowly_it_comes(server):
+def test_the_timeout_bounds_an_answer_body_however_slowly_it_comes(server):
     server.mode = "drip"  # each byte well within the timeout, the answer far beyond it
     embedder = OpenAICompatibleEmbedder("hash", timeout=1.0)
     started = time.monotonic()
@@ -253,3 +253,14 @@ def test_a_padded_model_name_is_the_model_name(server, tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder="openai:  hash ") as mem:
         mem.remember("the cat sat on the mat")
     assert recorded(tmp_path / "m.db") == {"name": "openai", "model": "hash", "dimension": 8}
+
+
+def test_an_endpoint_that_refuses_every_text_fails_a_switch_whole(server, tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(32)) as mem:
+        mem.remember_many([f"memory {i} about the rollout" for i in range(10)])
+        server.longest = 0  # a model that embeds nothing: every request is a 400
+        with pytest.raises(EmbedderError, match="refuses any text"):
+            mem.reembed("openai:hash")
+    assert recorded(db) == {"name": "test-hash", "model": "hash-v1-32", "dimension": 32}
+    assert vector_sizes(db) == [32] * 10

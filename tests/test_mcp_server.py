@@ -163,3 +163,37 @@ def test_streamable_http(tmp_path: Path):
     with Mnemosyne(session_id="planner", db_path=tmp_path / "memories.db", embedder="none") as mem:
         window = next(m for m in mem.timeline(session_id="ops") if m.content.startswith("Deploy window"))
         assert window.access_count >= 1
+
+
+def test_a_stdio_server_stops_at_sigterm_with_its_client_connected(tmp_path: Path):
+    db = tmp_path / "memories.db"
+    process = subprocess.Popen([sys.executable, *server_command(db)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+
+    def send(message: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        process.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        assert process.stdout is not None
+        return json.loads(process.stdout.readline())
+
+    try:
+        send({"id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+        assert "result" in answer()
+        send({"method": "notifications/initialized"})
+        for number, (tool, arguments) in enumerate(
+            [("remember", {"content": "The deploy window is Friday"}), ("recall", {"query": "deploy window"})], 2
+        ):
+            send({"id": number, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+            assert "result" in answer()
+        process.send_signal(signal.SIGTERM)  # the client is still connected: stdin stays open
+        assert process.wait(timeout=15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        assert [m.access_count for m in mem.timeline(session_id="default")] == [1]

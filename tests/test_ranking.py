@@ -15,25 +15,26 @@ def candidate() -> Candidate:
 
 def test_similarities_are_stretched_between_the_lowest_and_the_best_candidate():
     # Cosines crowd together: divided by the best alone, all three would read 0.8-1.
-    scaled = above_the_field([(1, 0.62), (2, 0.55), (3, 0.50)], depth=3)
+    scaled = above_the_field([(1, 0.62), (2, 0.55), (3, 0.50)])
     assert scaled[1] == 1.0 and scaled[3] == 0.0
     assert scaled[2] == pytest.approx(0.05 / 0.12)
 
 
-def test_fewer_hits_than_asked_for_are_divided_by_the_best():
-    # The search saw every memory: the lowest of a handful is no stranger to the query.
-    scaled = above_the_field([(1, 0.62), (2, 0.55), (3, 0.50)], depth=50)
-    assert scaled == pytest.approx({1: 1.0, 2: 0.55 / 0.62, 3: 0.50 / 0.62})
+def test_a_search_that_saw_every_memory_divides_similarities_by_the_best():
+    # Fewer neighbours than asked for: the lowest of a handful is no stranger to the query.
+    dense = [(1, 0.62), (2, 0.55), (3, 0.50)]
+    ranked = fuse({}, dense, {key: candidate() for key in (1, 2, 3)}, NOW, stretch=False)
+    assert {r.key: r.components["dense"] for r in ranked} == pytest.approx({1: 1.0, 2: 0.55 / 0.62, 3: 0.50 / 0.62})
 
 
 def test_tied_similarities_count_fully_unless_they_are_not_positive():
-    assert above_the_field([(1, 0.4), (2, 0.4)], depth=2) == {1: 1.0, 2: 1.0}
-    assert above_the_field([(1, -0.2)], depth=1) == {}
-    assert above_the_field([], depth=0) == {}
+    assert above_the_field([(1, 0.4), (2, 0.4)]) == {1: 1.0, 2: 1.0}
+    assert above_the_field([(1, -0.2)]) == {}
+    assert above_the_field([]) == {}
 
 
 def test_the_least_similar_memory_found_by_meaning_is_ranked_last_not_dropped():
-    ranked = fuse({}, [(1, 0.62), (2, 0.45)], {1: candidate(), 2: candidate()}, NOW, depth=2)
+    ranked = fuse({}, [(1, 0.62), (2, 0.45)], {1: candidate(), 2: candidate()}, NOW)
     assert [r.key for r in ranked] == [1, 2]
     assert ranked[1].components["dense"] == 0.0
 
@@ -46,5 +47,5 @@ def test_a_memory_found_by_meaning_alone_must_be_close():
 def test_words_and_meaning_together_beat_either_alone():
     lexical = {"content": [(1, 8.0), (2, 7.5)], "context": [(1, 8.0), (2, 7.5)]}
     dense = [(2, 0.70), (3, 0.72), (1, 0.40)]
-    ranked = fuse(lexical, dense, {key: candidate() for key in (1, 2, 3)}, NOW, depth=3)
+    ranked = fuse(lexical, dense, {key: candidate() for key in (1, 2, 3)}, NOW)
     assert [r.key for r in ranked] == [2, 1, 3]

@@ -127,7 +127,10 @@ def test_vectors_are_scaled_to_unit_length_and_zero_rows_are_no_vectors(tmp_path
 class RefusingEmbedder(HashEmbedder):
     """Refuses any text that mentions a secret, as a model refuses one too long for it."""
 
+    asked = 0
+
     def embed(self, texts):
+        self.asked += 1
         if any("secret" in text for text in texts):
             raise EmbedderInputError("input refused")
         return super().embed(texts)
@@ -135,10 +138,13 @@ class RefusingEmbedder(HashEmbedder):
 
 def test_a_custom_embedder_can_refuse_one_text_without_failing_the_others(tmp_path: Path):
     db = tmp_path / "m.db"
-    with Mnemosyne(db_path=db, embedder=RefusingEmbedder(32)) as mem:
+    refusing = RefusingEmbedder(32)
+    with Mnemosyne(db_path=db, embedder=refusing) as mem:
         ids = mem.remember_many([f"fact {i} about the rollout" for i in range(9)] + ["the secret is hunter2"])
         assert vectors_in(db) == 9
         assert mem.backfill_vectors() == 0
+        asked = refusing.asked
+        assert mem.backfill_vectors() == 0 and refusing.asked == asked  # asked once, not by every pass
         assert ids[-1] in [m.id for m in mem.recall("secret")]
 
 
@@ -183,6 +189,8 @@ class FlakyEmbedder(HashEmbedder):
 
 
 def test_memories_stored_while_the_model_failed_get_vectors_once_it_is_back(tmp_path: Path, monkeypatch):
+    import time
+
     from mnemosyne import embedding
 
     monkeypatch.setattr(embedding, "RETRY_AFTER_S", 0.0)  # the model is tried again at once
@@ -200,6 +208,14 @@ def test_memories_stored_while_the_model_failed_get_vectors_once_it_is_back(tmp_
         mem.remember("the first write after it is back")  # starts filling in the rest
         mem.backfill_vectors()  # waits for that pass
         assert vectors_in(db) == 4
+        flaky.down = True
+        mem.remember("and one more while it was down")
+        flaky.down = False
+        mem.recall("a query finds the model back")  # so does a recall: a pass starts in the background
+        deadline = time.monotonic() + 30
+        while vectors_in(db) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert vectors_in(db) == 5
 
 
 def test_stats_name_the_embedder_another_process_switched_to(tmp_path: Path):
@@ -469,3 +485,27 @@ def test_backfill_ends_while_another_process_keeps_writing_without_vectors(tmp_p
     finally:
         stop.touch()
         assert process.wait(timeout=60) == 0
+
+
+def test_similarities_are_scaled_alike_before_and_after_a_sleep_merges_a_copy(tmp_path: Path):
+    import random
+    import time
+
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi".split()
+    pick = random.Random(1)
+    old = time.time() - 10 * 86_400  # episodes long closed: sleep may merge them
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64), dedupe_window=0) as mem:
+        mem.remember_many([{"content": " ".join(pick.sample(words, 6)) + f" item{i}", "created_at": old + i * 7200}
+                           for i in range(80)])
+        for _ in range(2):  # a copy sleep merges, near the query: a vector hit folded away
+            mem.remember("alpha beta gamma delta report", created_at=old + 200 * 7200, allow_duplicate=True)
+
+        def dense() -> dict[str, float]:
+            found = mem.recall("alpha beta gamma delta", top_k=10, explain=True)
+            return {m.content: m.explanation["dense"] for m in found if "report" not in m.content}
+
+        before = dense()
+        assert mem.sleep().merged == 1
+        after = dense()
+        both = before.keys() & after.keys()
+        assert len(both) >= 5 and all(before[text] == pytest.approx(after[text]) for text in both)

@@ -154,6 +154,28 @@ def test_a_database_file_deleted_while_open_takes_no_more_writes(tmp_path: Path)
         assert not db.exists()
 
 
+def test_a_database_file_replaced_while_open_is_not_read_as_the_same(tmp_path: Path):
+    db = make_db(tmp_path / "m.db")
+    other = make_db(tmp_path / "other.db")
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert mem.recall("apples")
+        os.replace(other, db)  # as a restore over a damaged file does
+        for suffix in ("-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        failures: list[BaseException] = []
+
+        def read_from_a_new_thread() -> None:  # its connection would open the new file
+            try:
+                mem.get_stats()
+            except StorageError as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=read_from_a_new_thread)
+        thread.start()
+        thread.join()
+        assert len(failures) == 1 and "deleted or replaced" in str(failures[0])
+
+
 def test_a_read_only_folder(tmp_path: Path):
     folder = tmp_path / "ro"
     folder.mkdir()

@@ -87,16 +87,28 @@ class EmbedderSlot:
         """A vector for each text; None for a text the model refuses (too long for it,
         say), found by halving the batch, so one such text never costs the others
         theirs, and for one it maps to zero (no words it knows): that vector would
-        never be found. A failure of the model as a whole raises ``EmbedderError``."""
+        never be found. A failure of the model as a whole raises ``EmbedderError``,
+        and so does a model that refuses any text, told by a one-word probe when it
+        refused them all (a chat model behind the endpoint, say)."""
+        vectors = self._refusing_singly(texts)
+        if all(vector is None for vector in vectors):
+            try:
+                self.embed_checked(["memory"])
+            except EmbedderInputError as exc:
+                raise EmbedderError(f"the embedder refuses any text, even one word: {exc}") from exc
+        return [vector if vector is not None and vector.any() else None for vector in vectors]
+
+    def _refusing_singly(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """Vectors (zero rows included), None for each text the model refused."""
         try:
-            return [vector if vector.any() else None for vector in self.embed_checked(texts)]
+            return list(self.embed_checked(texts))
         except EmbedderInputError as exc:
             if len(texts) == 1:
                 log.warning("embedder %s refused a text (%s); that memory is found by its words only",
                             self.description, exc)
                 return [None]
             half = len(texts) // 2
-            return self.vectors_for(texts[:half]) + self.vectors_for(texts[half:])
+            return self._refusing_singly(texts[:half]) + self._refusing_singly(texts[half:])
 
     def embed_checked(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for ``texts``, one finite row each; any failure raises ``EmbedderError``."""

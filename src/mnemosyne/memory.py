@@ -289,6 +289,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         results = retrieval.search(
             self._store, self._embedder, query, filters, top_k, now=now_ts, explain=explain, zone=zone_of(now)
         )
+        self._backfill_if_recovered()  # the query may be what found the model back
         self._store.access.record(memory.id for memory in results)  # batched; never fails recall
         # context=N attaches each hit's neighbouring events; ranking is unchanged.
         return self._attach_context(results, context) if context else results
@@ -477,10 +478,13 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     def _embed(self, texts: list[str]) -> list[np.ndarray | None]:
         vectors = self._embedder.embed(texts)
+        self._backfill_if_recovered()
+        return vectors
+
+    def _backfill_if_recovered(self) -> None:
         if self._embedder.recovered:  # the model is back: fill in what was stored without it
             self._embedder.recovered = False
             self._backfill.start()
-        return vectors
 
     def _prepare(
         self,

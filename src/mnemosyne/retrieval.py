@@ -79,6 +79,8 @@ def search(
         }
         lexical_hits = store.search_text(queries, filters, depth) if queries else {}
         query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
+        # Before summaries stand in for their originals, which shortens the list.
+        stretch = len(dense_hits) >= depth
 
         if redirect:
             standing_for = store.representatives(
@@ -120,7 +122,7 @@ def search(
             for seq, row in store.ranking_facts(keys).items()
         }
         window = window_seconds(query, local_time(now, zone))
-        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, depth)[:top_k]
+        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, stretch)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)

@@ -70,23 +70,18 @@ def normalise(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
     return {key: max(score, 0.0) / best for key, score in hits}
 
 
-def above_the_field(hits: Sequence[tuple[int, float]], depth: int) -> dict[int, float]:
+def above_the_field(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
     """Similarities rescaled from the lowest candidate's (0) to the best one's (1).
 
     Cosine similarities crowd into a narrow band (unrelated texts are far from 0), so
     dividing by the best alone leaves even the last of the nearest neighbours close
-    to 1. The lowest of ``depth`` nearest neighbours is what "not about this" scores
-    for this query and corpus, whatever the model. Measured with MiniLM
+    to 1. The lowest of a full list of nearest neighbours is what "not about this"
+    scores for this query and corpus, whatever the model. Measured with MiniLM
     (``bench/retrieval.py``) against dividing by the best: LoCoMo R@10 0.793 → 0.795
     and category 5 0.757 → 0.829; LongMemEval turn recall 0.837 → 0.847.
-
-    Fewer hits than ``depth`` means the search saw every memory it may return: the
-    lowest of a handful is no stranger to the query, so they are divided by the best.
     """
     if not hits:
         return {}
-    if len(hits) < depth:
-        return normalise([(key, max(score, 0.0)) for key, score in hits])
     best = max(score for _, score in hits)
     lowest = min(score for _, score in hits)
     if best <= lowest:  # one candidate, or all alike: none stands above another
@@ -102,17 +97,21 @@ def fuse(
     window: tuple[float, float] | None = None,
     weights: Weights = Weights(),
     dense_window: Sequence[tuple[int, float]] = (),
-    depth: int = 50,
+    stretch: bool = True,
 ) -> list[Ranked]:
     """Rank every candidate, best first. Keys missing from ``candidates`` are skipped.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
-    ``depth`` is how many hits each signal was asked for.
+    ``stretch``: the vector search found as many neighbours as it was asked for, so
+    similarities are stretched (``above_the_field``). Fewer means it saw every memory
+    it may return: the lowest of a handful is no stranger to the query, and they are
+    divided by the best, as BM25 is.
     """
     signals = {field: normalise(hits) for field, hits in lexical.items()}
-    signals["dense"] = above_the_field(dense, depth)
-    signals["dense_window"] = above_the_field(dense_window, depth)
+    scale = above_the_field if stretch else normalise
+    signals["dense"] = scale([(key, max(score, 0.0)) for key, score in dense])
+    signals["dense_window"] = scale([(key, max(score, 0.0)) for key, score in dense_window])
     # Nearest neighbours always exist; a memory found by meaning alone must be close.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits

@@ -63,8 +63,8 @@ _IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
 # "since yesterday", "since last Friday", "since March": from then until now.
 _SINCE = re.compile(r"\bsince\s+(.+)")
 # "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
-# "May" with its capital, "on may 2", "2nd may" or "2 of may".
-_MODAL_MAY = re.compile(r"\b\d{1,2}\s+may\b|(?<!\bon )\bmay\s+\d{1,2}\b")
+# "May" with its capital, "on may 2", "2nd may", "2 of may" or one with a year.
+_MODAL_MAY = re.compile(r"(?<!\bon )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
 # Not "the last year" ("in the last year" is the past twelve months, read by _PAST).
 _LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
 

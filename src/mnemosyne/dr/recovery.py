@@ -211,8 +211,10 @@ def _stage(target: Path) -> Iterator[Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield staged
     finally:
-        _remove_stage(staged)
-        os.close(lock)
+        try:
+            _remove_stage(staged)
+        finally:  # even when Ctrl-C cuts the removal short: the next restore removes it
+            os.close(lock)
 
 
 def _remove_abandoned_stages(target: Path) -> None:

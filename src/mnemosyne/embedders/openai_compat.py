@@ -29,7 +29,8 @@ class OpenAICompatibleEmbedder:
 
     ``dimension``, when given, is checked on every answer; when not, the size of the
     first answer the caller accepts is the model's (Mnemosyne records it). ``timeout``
-    bounds each request as a whole, however slowly the server answers.
+    bounds connecting, each wait for the server, and the reading of an answer's body
+    as a whole, however slowly it trickles in.
     """
 
     name = "openai"

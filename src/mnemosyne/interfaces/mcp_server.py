@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -95,9 +96,9 @@ def serve(
         served = mem.db_path
     server = build_server(sessions)
     if threading.current_thread() is threading.main_thread():
-        # A stop request (docker stop, systemd) ends the server as Ctrl-C does, through
-        # the finally below: recall counts still buffered are written, not lost.
-        signal.signal(signal.SIGTERM, _stop_requested)
+        # A stop request (docker stop, systemd) must not lose the recall counts still
+        # buffered: they are written before the process ends.
+        signal.signal(signal.SIGTERM, functools.partial(_stop_requested, sessions, http))
     try:
         if http:
             if host not in ("127.0.0.1", "localhost", "::1"):
@@ -113,8 +114,15 @@ def serve(
         sessions.close()
 
 
-def _stop_requested(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _stop_requested(sessions: Sessions, http: bool, signum: int, frame: object) -> None:
+    if http:
+        # uvicorn stopped serving gracefully, then passed the signal on: end as Ctrl-C
+        # does, through serve()'s finally.
+        raise KeyboardInterrupt
+    # Over stdio, a thread blocked reading stdin would hold the process until the
+    # client hangs up: close the databases (their calls under way roll back) and go.
+    sessions.close()
+    os._exit(0)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

@@ -194,15 +194,23 @@ def _backup(mem: Mnemosyne, args: Result, sessions: Sessions) -> Result:
     folder = sessions.backup_dir
     name = args.get("name")
     if name is None:
-        # Concurrent calls would choose the same free name: one at a time.
+        # Concurrent calls would choose the same free name: one at a time here, and a
+        # name another server takes meanwhile (create_backup claims it atomically) is
+        # passed over for the next.
         with _NAMING:
             stem = f"{mem.db_path.stem}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-            name, n = f"{stem}.bak", 1
-            while _taken(folder / name):
-                n += 1
-                name = f"{stem}-{n}.bak"
-            manifest = create_backup(db_path=mem.db_path, backup_path=folder / name)
-        return {"backup_path": str(folder / name), **vars(manifest)}
+            for n in range(1, 1000):
+                name = f"{stem}.bak" if n == 1 else f"{stem}-{n}.bak"
+                if _taken(folder / name):
+                    continue
+                try:
+                    manifest = create_backup(db_path=mem.db_path, backup_path=folder / name)
+                except InvalidInputError:
+                    if _taken(folder / name):
+                        continue
+                    raise
+                return {"backup_path": str(folder / name), **vars(manifest)}
+        raise InvalidInputError(f"no free backup name like {stem}-N.bak in {folder}; pass a name")
     if not isinstance(name, str) or not _BACKUP_NAME.fullmatch(name) or ".." in name:
         raise InvalidInputError(
             f"backup name {name!r} must be a plain file name (letters, digits, '.', '_', '-'), "

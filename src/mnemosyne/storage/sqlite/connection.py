@@ -138,7 +138,12 @@ class Database:
 
     def __init__(self, path: Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = path
-        self._absolute = Path(os.path.abspath(path))  # the same file whatever the working directory
+        try:
+            # The same file whatever the working directory later. Not abspath: "link/.."
+            # is for the system to read, through the link.
+            self._absolute = path if path.is_absolute() else Path.cwd() / path
+        except OSError as exc:
+            raise StorageError(f"cannot open {path}: the working directory it is relative to is gone", path) from exc
         self.busy_timeout = float(busy_timeout)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -195,6 +200,9 @@ class Database:
                 conn.execute("PRAGMA secure_delete = ON")
                 if first:
                     self._file = _identity(self._absolute)
+                elif _identity(self._absolute) != self._file:  # reads must not mix two files
+                    conn.close()
+                    raise self._gone()
                 return conn
             except sqlite3.Error as exc:
                 if not is_busy(exc) or time.monotonic() >= end:
@@ -354,7 +362,7 @@ class Database:
     def _gone(self) -> StorageError:
         return StorageError(
             f"the database file {self.path} was deleted or replaced while this process had it open; "
-            "nothing more is written to the old one: open the database again (a new Mnemosyne instance)",
+            "open the database again (a new Mnemosyne instance)",
             self.path,
         )
 
