@@ -121,8 +121,10 @@ def _stop_requested(sessions: Sessions, http: bool, signum: int, frame: object) 
         raise KeyboardInterrupt
     # Over stdio, a thread blocked reading stdin would hold the process until the
     # client hangs up: close the databases (their calls under way roll back) and go.
-    sessions.close()
-    os._exit(0)
+    try:
+        sessions.close()
+    finally:
+        os._exit(0)
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
