@@ -280,3 +280,31 @@ def test_a_long_writer_makes_writes_wait_then_fail_but_reads_go_on(tmp_path: Pat
             assert mem.recall("apples")  # WAL: readers never wait for the writer
         assert mem.remember("now it goes through")
         assert mem.get_stats().total == 2
+
+
+def test_a_path_through_a_symlinked_folder_and_dotdot_is_the_file_the_system_names(tmp_path: Path):
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "link").symlink_to(tmp_path / "real" / "sub")
+    db = tmp_path / "app" / "link" / ".." / "m.db"  # the system reads it as real/m.db
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("stored through the link")
+        writer = threading.Thread(target=lambda: mem.remember("stored by another thread's connection"))
+        writer.start()
+        writer.join()
+        assert mem.get_stats().total == 2
+    assert (tmp_path / "real" / "m.db").exists() and not (tmp_path / "app" / "m.db").exists()
+    assert create_backup(db_path=db, backup_path=tmp_path / "m.bak").memory_count == 2
+
+
+def test_a_relative_path_whose_working_directory_is_gone_is_a_storage_error(tmp_path: Path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    here = os.getcwd()
+    os.chdir(gone)
+    try:
+        gone.rmdir()
+        with pytest.raises(StorageError, match="working directory"):
+            Mnemosyne(db_path="m.db", embedder="none")
+    finally:
+        os.chdir(here)
