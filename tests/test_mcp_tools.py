@@ -168,3 +168,27 @@ def test_schemas_say_what_the_server_accepts(sessions: Sessions):
     assert len(call_tool(sessions, "recall", {"query": "two point", "top_k": 2.0})["memories"]) == 1
     with pytest.raises(InvalidInputError, match="integer"):
         call_tool(sessions, "recall", {"query": "x", "top_k": 2.5})
+
+
+def test_unnamed_backups_from_two_servers_at_once_each_get_a_name(tmp_path: Path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "memories.db"
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        mem.remember("worth keeping")
+    server = (
+        "import sys\nfrom mnemosyne.interfaces.mcp_tools import Sessions, call_tool\n"
+        "sessions = Sessions(sys.argv[1], default_session='ops')\n"
+        "for _ in range(6):\n    print(call_tool(sessions, 'backup', {})['backup_path'])\n"
+        "sessions.close()\n"
+    )
+    servers = [subprocess.Popen([sys.executable, "-c", server, str(db)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    made = []
+    for process in servers:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        made += out.split()
+    assert len(made) == len(set(made)) == 12
+    assert all(verify_backup(path).memory_count == 1 for path in made)
