@@ -239,3 +239,14 @@ def test_matches_a_summary_condensed_do_not_crowd_out_active_ones(tmp_path: Path
         found = mem.recall("apples", top_k=10)
         assert len(found) == 4
         assert set(lists) <= {m.id for m in found}
+
+
+def test_a_detail_the_summary_leaves_out_is_answered_by_the_original(mem: Mnemosyne):
+    ids = [mem.remember(f"Order {1100 + i} shipped from the Berlin warehouse to customer account {5000 + 7 * i}",
+                        created_at=OLD + i * 60) for i in range(30)]
+    assert mem.sleep().summaries == 1
+    assert mem.get(ids[17]).status == "consolidated"  # the summary quotes a few orders, not this one
+    found = mem.recall("order 1117", top_k=5)
+    assert found[0].id == ids[17]
+    # A query the summary answers still gets the summary.
+    assert mem.recall("Berlin warehouse shipped", top_k=1)[0].kind == "summary"

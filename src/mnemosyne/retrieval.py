@@ -84,7 +84,7 @@ def search(
 
         if redirect:
             standing_for = store.representatives(
-                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters
+                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters, terms
             )
             folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
             folded_dense = _redirected(dense_hits, standing_for)

@@ -232,13 +232,14 @@ def plan_consolidation(
             plan.set(m.id, status="expired")
             plan.counts["expired"] += 1
 
-    # 2. supersede: only single-sentence "<subject> is <value>" facts of one session.
+    # 2. supersede: only single-sentence "<subject> is <value>" facts of one session
+    # (a shared fact stands for several sessions: none of their later words replace it).
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
         # supersedes them all, or a repeat of the old value would still be current.
         latest: dict[tuple[str, str, str], tuple[str, list[Record]]] = {}
         for m in live():
-            if m.kind == "summary":
+            if m.kind == "summary" or m.session_id == SHARED_SESSION:
                 continue
             fact = fact_key(m.content)
             if fact is None:

@@ -112,10 +112,14 @@ def without_quotes_of(summary: str, forgotten: str, others: Sequence[str] = ()) 
     header, body = split_header(summary)
     gone = split_sentences(forgotten)
     kept_sentences = [sentence for text in others for sentence in split_sentences(text)]
+    # A summariser may have reworded the text, or set it out as "- <sentence>": a
+    # sentence holding a word that only the forgotten text has goes as well.
+    own_words = set(tokenize(forgotten)) - STOPWORDS - {w for text in others for w in tokenize(text)}
     pieces = split_sentences(body)
     last = len(pieces) - 1
     kept = [rest for i, piece in enumerate(pieces)
-            if (rest := _without_quotes(piece, gone, kept_sentences, i == last))]
+            if (rest := _without_quotes(piece, gone, kept_sentences, i == last))
+            and not own_words.intersection(tokenize(rest))]
     if kept == pieces:
         return summary
     if not any(ch.isalnum() for piece in kept for ch in piece):

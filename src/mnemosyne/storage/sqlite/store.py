@@ -6,7 +6,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
+from ...core.lexical import tokenize
 from ...core.signature import same_embedder
 from ...errors import (
     DatabaseBusyError,
@@ -484,7 +485,9 @@ class SQLiteStore(VectorRows):
         the index is current and made by the query's embedder."""
         return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
 
-    def representatives(self, seqs: Iterable[int], filters: Filters) -> dict[int, int | None]:
+    def representatives(
+        self, seqs: Iterable[int], filters: Filters, terms: Collection[str] = ()
+    ) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the newest active memory
         passing ``filters`` that merged or summarised it, directly or through a
         chain (a duplicate merged into a copy that a summary then condensed, or
@@ -492,6 +495,9 @@ class SQLiteStore(VectorRows):
 
         The representative is what recall returns, so it must pass the filters the
         hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
+        Nor does a summary stand for a memory holding a query term (of ``terms``)
+        that it lacks: one without "Dana" is no answer to "who paged Dana". (A newer
+        value lacks the old one's words on purpose: it still stands for it.)
         """
         where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
@@ -511,10 +517,20 @@ class SQLiteStore(VectorRows):
                 conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
                 list({row[1] for row in chains if row[1] is not None}), params,
             )}
-        standing_for: dict[int, int | None] = {start: None for start, _ in chains}
-        for start, candidate in chains:
-            if candidate in passing and candidate > (standing_for[start] or 0):
-                standing_for[start] = candidate
+            standing_for: dict[int, int | None] = {start: None for start, _ in chains}
+            for start, candidate in chains:
+                if candidate in passing and candidate > (standing_for[start] or 0):
+                    standing_for[start] = candidate
+            if terms:
+                pairs = {start: rep for start, rep in standing_for.items() if rep is not None}
+                rows = {row["seq"]: row for row in select_in(
+                    conn, "SELECT seq, kind, content FROM memories WHERE seq IN ({marks})",
+                    list({*pairs, *pairs.values()}))}
+                for start, rep in pairs.items():
+                    if rows[rep]["kind"] == "summary" and not (
+                        set(tokenize(rows[start]["content"])).intersection(terms) <= set(tokenize(rows[rep]["content"]))
+                    ):
+                        standing_for[start] = None  # returned itself: it says what was asked
         return standing_for
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
