@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -417,6 +419,38 @@ class SlowHashEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
+@contextlib.contextmanager
+def another_process_writing(db: Path) -> Iterator[None]:
+    """Another process (embedder "none") storing memories as fast as it can, well under
+    way (300 memories in) when the block starts, until it ends."""
+    stop = db.with_name("stop")
+    writer = (
+        "import os, sys\nfrom mnemosyne import Mnemosyne\n"
+        "with Mnemosyne(session_id='lexical', db_path=sys.argv[1], embedder='none') as mem:\n"
+        "    i = 0\n"
+        "    while not os.path.exists(sys.argv[2]):\n"
+        "        mem.remember(f'note {i} stored without a vector'); i += 1\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", writer, str(db), str(stop)])
+    try:
+        with Mnemosyne(db_path=db, embedder="none") as watcher:
+            while watcher.get_stats().total < 300:
+                pass
+        yield
+    finally:
+        stop.touch()
+        assert process.wait(timeout=60) == 0
+
+
+def within_a_minute(call: Callable[[], int]) -> int | None:
+    """What ``call`` returns, if it returns within 60 s (run in a thread of its own)."""
+    returned: list[int] = []
+    thread = threading.Thread(target=lambda: returned.append(call()), daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    return returned[0] if returned else None
+
+
 class SlowerThanTheWriter(HashEmbedder):
     """A remote model's pace: 0.2 s a request, slower than a writer adds memories."""
 
@@ -428,63 +462,28 @@ class SlowerThanTheWriter(HashEmbedder):
 
 
 def test_reembed_ends_while_another_process_keeps_writing(tmp_path: Path):
-    db, stop = tmp_path / "m.db", tmp_path / "stop"
+    db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
         mem.remember_many([f"memory {i} before the switch" for i in range(200)])
-    writer = (
-        "import os, sys\nfrom mnemosyne import Mnemosyne\n"
-        "with Mnemosyne(session_id='busy', db_path=sys.argv[1], embedder='none') as mem:\n"
-        "    i = 0\n"
-        "    while not os.path.exists(sys.argv[2]):\n"
-        "        mem.remember(f'note {i} written during the switch'); i += 1\n"
-    )
-    process = subprocess.Popen([sys.executable, "-c", writer, str(db), str(stop)])
-    try:
-        with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
-            while mem.get_stats().total < 300:
-                pass  # the writer is well under way
-            switched: list[int] = []
-            switch = threading.Thread(target=lambda: switched.append(mem.reembed(SlowerThanTheWriter(32))),
-                                      daemon=True)
-            switch.start()
-            switch.join(timeout=60)  # before, it chased the writer for as long as it wrote
-            assert switched and switched[0] >= 300
-            assert mem.get_stats().embedder == "test-hash:hash-v1-32 (32 dims)"
-    finally:
-        stop.touch()
-        assert process.wait(timeout=60) == 0
+    with another_process_writing(db), Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
+        # Before, it chased the writer for as long as the writer wrote.
+        switched = within_a_minute(lambda: mem.reembed(SlowerThanTheWriter(32)))
+        assert switched is not None and switched >= 300
+        assert mem.get_stats().embedder == "test-hash:hash-v1-32 (32 dims)"
 
 
 def test_backfill_ends_while_another_process_keeps_writing_without_vectors(tmp_path: Path):
-    db, stop = tmp_path / "m.db", tmp_path / "stop"
+    db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
         mem.remember("records which model this database uses")
-    writer = (
-        "import os, sys\nfrom mnemosyne import Mnemosyne\n"
-        "with Mnemosyne(session_id='lexical', db_path=sys.argv[1], embedder='none') as mem:\n"
-        "    i = 0\n"
-        "    while not os.path.exists(sys.argv[2]):\n"
-        "        mem.remember(f'note {i} stored without a vector'); i += 1\n"
-    )
-    process = subprocess.Popen([sys.executable, "-c", writer, str(db), str(stop)])
-    try:
-        with Mnemosyne(db_path=db, embedder=SlowHashEmbedder()) as mem:
-            while mem.get_stats().total < 300:
-                pass  # the writer is well under way
-            # Returns once what was missing when it started has a vector, however
-            # fast the other process adds more (before, it chased them for ever).
-            filled: list[int] = []
-            progress: list[tuple[int, int]] = []
-            backfill = threading.Thread(
-                target=lambda: filled.append(mem.backfill_vectors(lambda *step: progress.append(step))), daemon=True)
-            backfill.start()
-            backfill.join(timeout=60)
-            assert filled and filled[0] >= 299
-            # The progress total counts only that work, so the bar ends full.
-            assert progress[-1] == (filled[0], filled[0])
-    finally:
-        stop.touch()
-        assert process.wait(timeout=60) == 0
+    with another_process_writing(db), Mnemosyne(db_path=db, embedder=SlowHashEmbedder()) as mem:
+        # Returns once what was missing when it started has a vector, however fast
+        # the other process adds more (before, it chased them for ever).
+        progress: list[tuple[int, int]] = []
+        filled = within_a_minute(lambda: mem.backfill_vectors(lambda *step: progress.append(step)))
+        assert filled is not None and filled >= 299
+        # The progress total counts only that work, so the bar ends full.
+        assert progress[-1] == (filled, filled)
 
 
 def test_similarities_are_scaled_alike_before_and_after_a_sleep_merges_a_copy(tmp_path: Path):

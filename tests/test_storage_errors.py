@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -139,19 +139,25 @@ def test_a_database_file_deleted_while_open_takes_no_more_writes(tmp_path: Path)
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         with pytest.raises(StorageError, match="deleted or replaced"):
             mem.remember("would be written into the deleted file")
-        failures: list[BaseException] = []
-
-        def write_from_a_new_thread() -> None:  # a new connection: it must not create an empty file
-            try:
-                mem.remember("from another thread")
-            except StorageError as exc:
-                failures.append(exc)
-
-        thread = threading.Thread(target=write_from_a_new_thread)
-        thread.start()
-        thread.join()
-        assert len(failures) == 1 and "deleted or replaced" in str(failures[0])
+        # A new thread's new connection must not create an empty file there.
+        assert "deleted or replaced" in str(error_in_a_new_thread(lambda: mem.remember("from another thread")))
         assert not db.exists()
+
+
+def error_in_a_new_thread(call: Callable[[], object]) -> StorageError | None:
+    """The StorageError ``call`` raises when run in a thread of its own (a new connection)."""
+    failures: list[StorageError] = []
+
+    def run() -> None:
+        try:
+            call()
+        except StorageError as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return failures[0] if failures else None
 
 
 def test_a_database_file_replaced_while_open_is_not_read_as_the_same(tmp_path: Path):
@@ -162,18 +168,8 @@ def test_a_database_file_replaced_while_open_is_not_read_as_the_same(tmp_path: P
         os.replace(other, db)  # as a restore over a damaged file does
         for suffix in ("-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
-        failures: list[BaseException] = []
-
-        def read_from_a_new_thread() -> None:  # its connection would open the new file
-            try:
-                mem.get_stats()
-            except StorageError as exc:
-                failures.append(exc)
-
-        thread = threading.Thread(target=read_from_a_new_thread)
-        thread.start()
-        thread.join()
-        assert len(failures) == 1 and "deleted or replaced" in str(failures[0])
+        # A new thread's connection would open the new file, and mix two databases.
+        assert "deleted or replaced" in str(error_in_a_new_thread(mem.get_stats))
 
 
 def test_a_read_only_folder(tmp_path: Path):
