@@ -43,7 +43,9 @@ class DupRules:
         object.__setattr__(self, "min_tokens", min_tokens)
 
 
-# How many earlier anchors sharing a prefix word (and the values) a text is compared with.
+# How many of the latest anchors stating the same values a text is compared with: for
+# each word of its prefix, and by meaning. Work stays linear in a huge corpus of
+# near-alike texts; a copy whose first anchor is further back merely stays unmerged.
 PROBED_ANCHORS = 256
 
 
@@ -118,8 +120,6 @@ def duplicate_groups(
         lexical = len(sets[i]) >= rules.min_tokens
         head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:
-            # The latest anchors only: work stays linear in a huge corpus of near-alike
-            # texts; a copy whose first anchor is further back merely stays unmerged.
             candidates.update(postings.get(key, ())[-PROBED_ANCHORS:])
         similar = _close_anchors(i, vector_anchors.get(numbers[i], ()), unit, rules.cosine)
         candidates.update(similar)
@@ -182,9 +182,9 @@ def _unit_vectors(ids: Sequence[str], vectors: Mapping[str, np.ndarray] | None) 
 
 def _close_anchors(i: int, anchors: Sequence[int], unit: Mapping[int, np.ndarray], threshold: float) -> set[int]:
     """The anchors among the latest ``PROBED_ANCHORS`` of ``anchors`` (those stating
-    the same values) whose cosine to item ``i`` is at least ``threshold``. Compared
-    with anchors only, and a bounded number of them: a corpus of 20k repeats once
-    kept every earlier neighbour of every item (7.8 GB, 143 s)."""
+    the same values) whose cosine to item ``i`` is at least ``threshold``: anchors
+    only, and a bounded number of them. Keeping every earlier neighbour of every item
+    once took 143 s and 7.8 GB for 20k recurring events."""
     recent = list(anchors[-PROBED_ANCHORS:])
     if i not in unit or not recent:
         return set()
