@@ -43,9 +43,9 @@ class DupRules:
         object.__setattr__(self, "min_tokens", min_tokens)
 
 
-# How many of the latest anchors stating the same values a text is compared with: for
-# each word of its prefix, and by meaning. Work stays linear in a huge corpus of
-# near-alike texts; a copy whose first anchor is further back merely stays unmerged.
+# How many of the latest anchors stating the same values a text is compared with, for
+# each word of its prefix. Work stays linear in a huge corpus of near-alike texts; a
+# copy whose first anchor is further back merely stays unmerged.
 PROBED_ANCHORS = 256
 
 
@@ -97,6 +97,7 @@ def duplicate_groups(
     for words in sets:
         frequency.update(words)
     unit = _unit_vectors(ids, vectors)
+    by_meaning: dict[tuple[str, ...], _Anchors] = {}  # values -> the anchors with a vector
 
     def prefix(words: frozenset[str]) -> list[str]:
         # Prefix filtering: two sets with Jaccard >= t must share one of the first
@@ -110,7 +111,6 @@ def duplicate_groups(
     # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
     # would otherwise probe every earlier anchor for every text.
     postings: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
-    vector_anchors: dict[tuple[str, ...], list[int]] = defaultdict(list)  # the same, by meaning
     members: dict[int, list[int]] = {}
     for i in range(n):
         candidates: set[int] = set()
@@ -121,7 +121,8 @@ def duplicate_groups(
         head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:
             candidates.update(postings.get(key, ())[-PROBED_ANCHORS:])
-        similar = _close_anchors(i, vector_anchors.get(numbers[i], ()), unit, rules.cosine)
+        anchors = by_meaning.get(numbers[i])
+        similar = anchors.close_to(unit[i], rules.cosine) if anchors is not None and i in unit else set()
         candidates.update(similar)
         chosen = None
         for j in sorted(candidates):
@@ -142,7 +143,7 @@ def duplicate_groups(
         for key in head:
             postings[key].append(i)
         if i in unit:
-            vector_anchors[numbers[i]].append(i)
+            by_meaning.setdefault(numbers[i], _Anchors()).add(i, unit[i])
     return [group for group in members.values() if len(group) > 1]
 
 
@@ -180,16 +181,30 @@ def _unit_vectors(ids: Sequence[str], vectors: Mapping[str, np.ndarray] | None) 
     return unit
 
 
-def _close_anchors(i: int, anchors: Sequence[int], unit: Mapping[int, np.ndarray], threshold: float) -> set[int]:
-    """The anchors among the latest ``PROBED_ANCHORS`` of ``anchors`` (those stating
-    the same values) whose cosine to item ``i`` is at least ``threshold``: anchors
-    only, and a bounded number of them. Keeping every earlier neighbour of every item
-    once took 143 s and 7.8 GB for 20k recurring events."""
-    recent = list(anchors[-PROBED_ANCHORS:])
-    if i not in unit or not recent:
-        return set()
-    similarities = np.stack([unit[j] for j in recent]) @ unit[i]
-    return {recent[k] for k in np.flatnonzero(similarities >= threshold)}
+class _Anchors:
+    """The unit vectors of anchors stating one tuple of values, rows of a matrix that
+    grows by doubling: an item is compared with every one of them in one product.
+    Anchors only, not every earlier item: keeping each item's earlier neighbours once
+    took 143 s and 7.8 GB for 20k recurring events."""
+
+    def __init__(self) -> None:
+        self._ids: list[int] = []
+        self._rows: np.ndarray | None = None
+
+    def add(self, i: int, vector: np.ndarray) -> None:
+        if self._rows is None:
+            self._rows = np.empty((16, len(vector)), dtype=np.float32)
+        elif len(self._ids) == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[len(self._ids)] = vector
+        self._ids.append(i)
+
+    def close_to(self, vector: np.ndarray, threshold: float) -> set[int]:
+        """The anchors whose cosine to ``vector`` is at least ``threshold``."""
+        if self._rows is None or self._rows.shape[1] != len(vector):
+            return set()
+        similarities = self._rows[: len(self._ids)] @ vector
+        return {self._ids[k] for k in np.flatnonzero(similarities >= threshold)}
 
 
 # -- facts ---------------------------------------------------------------------------
