@@ -412,3 +412,24 @@ def test_a_fact_changed_while_sleep_plans_is_planned_again(mem: Mnemosyne, monke
     assert mem.sleep().superseded == 0  # nothing states a newer window any more
     assert mem.get(old).status == "active"
     assert mem.recall("deploy window")[0].id == old
+
+
+def test_an_edit_during_planning_does_not_void_the_decay_of_everything_else(
+    mem: Mnemosyne, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    ids = mem.remember_many([{"content": f"note {i} about an unrelated topic {chr(97 + i % 26)}",
+                              "created_at": OLD + i * 7200} for i in range(60)])
+    take = SleepStore.snapshot
+
+    def then_another_process_edits(self: SleepStore):  # every planning round meets an edit
+        taken = take(self)
+        with Mnemosyne(session_id="agent", db_path=mem.db_path, embedder="none") as other:
+            other.update(ids[7], importance=0.55 + len(edits) / 1000)
+        edits.append(ids[7])
+        return taken
+
+    edits: list[str] = []
+    monkeypatch.setattr(SleepStore, "snapshot", then_another_process_edits)
+    report = mem.sleep()  # before: LeaseHeldError, "memories kept changing", after three rounds
+    assert len(edits) == 1 and report.changed_rows > 0
+    assert mem.get(ids[7]).importance == 0.55  # the edit stands

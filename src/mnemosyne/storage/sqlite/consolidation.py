@@ -133,16 +133,22 @@ class SleepStore:
             # Every memory the plan read to decide: what it changes, what a new summary
             # quotes, and both ends of every link (the newer fact a "supersedes" starts from).
             created = {new.key for new in plan.created}
-            touched = (
-                set(plan.updates)
-                | {s for new in plan.created for s in new.sources}
+            read = (
+                {s for new in plan.created for s in new.sources}
                 | {end for link in plan.links for end in (link.src, link.dst) if end not in created}
             )
-            self._check_unchanged(conn, touched, snapshot.updated_at)
+            # A strength the plan only recomputed (decay) is no reason to plan the whole
+            # run again when its memory changed meanwhile: one edit a second would starve
+            # sleep, as decay touches almost every memory. It waits for the next sleep.
+            strength_only = {m for m, changes in plan.updates.items() if set(changes) == {"strength"}} - read
+            self._check_unchanged(conn, (set(plan.updates) - strength_only) | read, snapshot.updated_at)
+            stale = {m for m in strength_only if _changed(conn, m, snapshot.updated_at)}
             active_before = _active(conn)
             undo: dict[str, Any] = {"updates": {}, "inserted": []}
             moved = _Moved()
             for memory_id, changes in plan.updates.items():
+                if memory_id in stale:
+                    continue
                 columns = [c for c in _MUTABLE if c in changes]
                 old = conn.execute(
                     f"SELECT {', '.join(columns)}, updated_at FROM memories WHERE id = ?", (memory_id,)
@@ -213,8 +219,7 @@ class SleepStore:
         self, conn: sqlite3.Connection, ids: Iterable[str], expected: dict[str, float]
     ) -> None:
         for memory_id in ids:
-            row = conn.execute("SELECT updated_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
-            if row is None or row[0] != expected.get(memory_id):
+            if _changed(conn, memory_id, expected):
                 raise ConflictError(memory_id)
 
     # -- undoing --------------------------------------------------------------------
@@ -293,6 +298,12 @@ def _refuse_if_changed_since(conn: sqlite3.Connection, run_id: str, finished_at:
             f"forgotten since ({shown}), and undoing it would silently revert that; nothing was "
             "changed. Edit or forget the memories it made one by one instead"
         )
+
+
+def _changed(conn: sqlite3.Connection, memory_id: str, expected: dict[str, float]) -> bool:
+    """Whether ``memory_id`` was edited or forgotten since the snapshot (``expected``)."""
+    row = conn.execute("SELECT updated_at FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return row is None or row[0] != expected.get(memory_id)
 
 
 def _changes_something(undo: dict[str, Any]) -> bool:
