@@ -130,8 +130,9 @@ class SleepStore:
             lease = conn.execute("SELECT holder FROM leases WHERE name = ?", (SLEEP_LEASE,)).fetchone()
             if lease is None or lease["holder"] != holder:
                 raise LeaseHeldError("the sleep lease expired and was taken over; this sleep changed nothing")
-            # Every memory the plan read to decide: what it changes, what a new summary
-            # quotes, and both ends of every link (the newer fact a "supersedes" starts from).
+            # Every memory the plan read to decide, besides what it changes: what a new
+            # summary quotes, and both ends of every link (the newer fact a "supersedes"
+            # starts from).
             created = {new.key for new in plan.created}
             read = (
                 {s for new in plan.created for s in new.sources}
