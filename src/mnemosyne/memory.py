@@ -396,11 +396,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
         >>> mem.reembed("sentence-transformers:all-mpnet-base-v2")
         """
-        if embedder is None:
-            raise InvalidInputError("reembed needs an embedder: a spec such as 'local', or an embedder object")
-        slot = embedding.choose(_resolve_embedder(embedder), None)
-        if slot.embedder is None:
-            raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
+        slot = embedding.choose(model_to_switch_to(embedder), None)
         self._backfill.stop()
         try:
             embedded = embed_all(self._store, slot, progress)
@@ -539,6 +535,17 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             viewer_session=self.session_id, scope=scope, sources=sources,
             since=since_ts, until=until_ts, statuses=statuses,
         )
+
+
+def model_to_switch_to(embedder: str | Embedder | None) -> Embedder:
+    """The model ``reembed`` switches to, built from a spec or taken as given; refused
+    with ``InvalidInputError`` before any database is touched when it names none."""
+    if embedder is None:
+        raise InvalidInputError("reembed needs an embedder: a spec such as 'local', or an embedder object")
+    model = _resolve_embedder(embedder)
+    if not isinstance(model, Embedder):
+        raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
+    return model
 
 
 def _resolve_embedder(requested: str | Embedder | None) -> str | Embedder | None:

@@ -335,15 +335,13 @@ def _undo_sleep(args: argparse.Namespace) -> None:
 
 def _reembed(args: argparse.Namespace) -> None:
     from .. import InvalidInputError
-    from ..embedders import registry
+    from ..memory import model_to_switch_to
     from .progress import ProgressBar
 
     if args.missing == bool(args.embedder):
         raise InvalidInputError("give either --embedder SPEC (switch models) or --missing (fill gaps)")
     # Built before the database is opened, or created: a bad spec changes nothing.
-    new = registry.from_spec(args.embedder) if args.embedder else None
-    if args.embedder and new is None:
-        raise InvalidInputError("reembed needs an embedder; 'none' would only drop vectors")
+    new = model_to_switch_to(args.embedder) if args.embedder else None
     # Switching opens without embedding anything ("none" fits any recorded model), so a
     # MNEMOSYNE_EMBEDDER that already names the new model cannot block the switch.
     mem = _open(args) if args.missing else _open(args, embedder="none")
