@@ -20,7 +20,7 @@ from ...core.consolidation import Plan, Record
 from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
 from .context_index import refresh_contexts
-from .rows import audit, dump_json, select_in
+from .rows import Inserting, audit, dump_json, select_in
 from .standing import unshared_keys
 from .store import SQLiteStore
 
@@ -164,25 +164,26 @@ class SleepStore:
                 )
                 if _PLACES & set(columns):
                     moved.note(conn, memory_id)
-            for new in plan.created:
-                memory_id = new_ids[new.key]
-                content = contents.get(new.key, new.content)
-                # A summary's sources are fixed; a shared memory's grow as repeats join it.
-                about = ({"episode": new.episode_id, "label": new.label, "sources": len(new.sources),
-                          "rule": report["rule"]} if new.kind == "summary" else {})
-                self._store._insert_one(conn, NewMemory(
-                    id=memory_id, session_id=new.session_id, scope=new.scope,
-                    content=content, content_hash=_hash(content), source="sleep", importance=new.importance,
-                    metadata={**about, "sleep_run": run_id},
-                    created_at=new.created_at, recorded_at=now, kind=new.kind,
-                ), "sleep")
-                conn.execute(
-                    "UPDATE memories SET strength = ?, last_seen_at = ?, occurrences = ?, episode_id = ? "
-                    "WHERE id = ?",
-                    (new.strength, new.last_seen_at, new.occurrences, new.episode_id, memory_id),
-                )
-                undo["inserted"].append(memory_id)
-                moved.note(conn, memory_id)
+            with Inserting(conn, "sleep") as inserting:
+                for new in plan.created:
+                    memory_id = new_ids[new.key]
+                    content = contents.get(new.key, new.content)
+                    # A summary's sources are fixed; a shared memory's grow as repeats join it.
+                    about = ({"episode": new.episode_id, "label": new.label, "sources": len(new.sources),
+                              "rule": report["rule"]} if new.kind == "summary" else {})
+                    self._store._insert_one(conn, NewMemory(
+                        id=memory_id, session_id=new.session_id, scope=new.scope,
+                        content=content, content_hash=_hash(content), source="sleep", importance=new.importance,
+                        metadata={**about, "sleep_run": run_id},
+                        created_at=new.created_at, recorded_at=now, kind=new.kind,
+                    ), inserting)
+                    conn.execute(
+                        "UPDATE memories SET strength = ?, last_seen_at = ?, occurrences = ?, episode_id = ? "
+                        "WHERE id = ?",
+                        (new.strength, new.last_seen_at, new.occurrences, new.episode_id, memory_id),
+                    )
+                    undo["inserted"].append(memory_id)
+                    moved.note(conn, memory_id)
             # A memory promoted to global must stop carrying its session's private
             # neighbours in its window, and its new global neighbours must see it.
             moved.refresh(conn)

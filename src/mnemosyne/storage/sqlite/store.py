@@ -33,7 +33,7 @@ from .context_index import refresh_contexts
 from .derived import present
 from .idempotency import existing_id, for_key, stored_hashes
 from .migrate import migrate, schema_version
-from .rows import audit, dump_json, row_to_memory, select_in
+from .rows import Inserting, audit, dump_json, row_to_memory, select_in
 from .standing import (
     held_by_one_session_at_most,
     originals_of,
@@ -97,26 +97,28 @@ class SQLiteStore(VectorRows):
             keep_vectors = self._claim_embedder(conn, embedder) and vectors is not None
             touched: dict[str, list[tuple[float, int]]] = {}
             texts_stored = stored_hashes(conn, memories)
-            for index, memory in enumerate(memories):
-                memory_id, seq = self._insert_one(conn, memory, op, memory.content_hash in texts_stored)
-                ids.append(memory_id)
-                if seq is None:
-                    continue
-                texts_stored.add(memory.content_hash)  # a later item of this batch may repeat it
-                touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
-                vector = vectors[index] if keep_vectors and vectors is not None else None
-                if vector is not None:
-                    conn.execute(
-                        "INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", (seq, encode_vector(vector))
-                    )
+            vector_rows: list[tuple[int, bytes]] = []
+            with Inserting(conn, op) as inserting:
+                for index, memory in enumerate(memories):
+                    memory_id, seq = self._insert_one(conn, memory, inserting, memory.content_hash in texts_stored)
+                    ids.append(memory_id)
+                    if seq is None:
+                        continue
+                    texts_stored.add(memory.content_hash)  # a later item of this batch may repeat it
+                    touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
+                    vector = vectors[index] if keep_vectors and vectors is not None else None
+                    if vector is not None:
+                        vector_rows.append((seq, encode_vector(vector)))
+            conn.executemany("INSERT INTO memory_vectors (seq, vector) VALUES (?, ?)", vector_rows)
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return ids
 
     def _insert_one(
-        self, conn: sqlite3.Connection, memory: NewMemory, op: str, text_stored: bool = True
+        self, conn: sqlite3.Connection, memory: NewMemory, inserting: Inserting, text_stored: bool = True
     ) -> tuple[str, int | None]:
-        """Insert one row; return its id and seq (seq None if it was already stored)."""
+        """Insert one row; return its id and seq (seq None if it was already stored).
+        ``inserting`` indexes its text and audits it when the caller's loop ends."""
         repeated = existing_id(conn, memory, text_stored)
         if repeated is not None:
             return repeated, None
@@ -132,10 +134,10 @@ class SQLiteStore(VectorRows):
         )
         if cursor.rowcount == 0:  # the key's UNIQUE constraint says it is stored already
             return str(for_key(conn, memory)), None
-        # Indexed here, not by a trigger: see migration 5.
-        conn.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (cursor.lastrowid, memory.content))
-        audit(conn, op, memory.id, memory.session_id, {"hash": memory.content_hash})
-        return memory.id, cursor.lastrowid
+        seq = cursor.lastrowid
+        assert seq is not None  # the insert added a row
+        inserting.add(seq, memory.id, memory.session_id, memory.content, memory.content_hash)
+        return memory.id, seq
 
     def update(
         self,
@@ -267,29 +269,30 @@ class SQLiteStore(VectorRows):
                 "VALUES (:id, :session_id, :label, :started_at, :ended_at) ON CONFLICT (id) DO NOTHING",
                 episodes,
             )
-            for memory in memories:
-                exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
-                if exists is None and conn.execute(
-                    "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory.id,)
-                ).fetchone():
-                    forgotten[memory.id] = memory.content
-                elif exists is None:
-                    try:
-                        stored_id, seq = self._insert_one(conn, memory, "import")
-                    except InvalidInputError as exc:  # its idempotency key names another memory
-                        raise InvalidInputError(f"memory {memory.id}: {exc}; nothing was imported") from exc
-                    if stored_id != memory.id:  # the same write, stored here under its own id
-                        stored_as[memory.id] = stored_id
-                    if seq is not None:
-                        if memory.id in kept:
-                            conn.execute(
-                                "UPDATE memories SET strength = :strength, occurrences = :occurrences, "
-                                "last_seen_at = :last_seen_at, access_count = :access_count, "
-                                "last_accessed_at = :last_accessed_at WHERE seq = :seq",
-                                {**kept[memory.id], "seq": seq},
-                            )
-                        touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
-                        added += 1
+            with Inserting(conn, "import") as inserting:
+                for memory in memories:
+                    exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
+                    if exists is None and conn.execute(
+                        "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory.id,)
+                    ).fetchone():
+                        forgotten[memory.id] = memory.content
+                    elif exists is None:
+                        try:
+                            stored_id, seq = self._insert_one(conn, memory, inserting)
+                        except InvalidInputError as exc:  # its idempotency key names another memory
+                            raise InvalidInputError(f"memory {memory.id}: {exc}; nothing was imported") from exc
+                        if stored_id != memory.id:  # the same write, stored here under its own id
+                            stored_as[memory.id] = stored_id
+                        if seq is not None:
+                            if memory.id in kept:
+                                conn.execute(
+                                    "UPDATE memories SET strength = :strength, occurrences = :occurrences, "
+                                    "last_seen_at = :last_seen_at, access_count = :access_count, "
+                                    "last_accessed_at = :last_accessed_at WHERE seq = :seq",
+                                    {**kept[memory.id], "seq": seq},
+                                )
+                            touched.setdefault(memory.session_id, []).append((memory.created_at, seq))
+                            added += 1
             to_unquote = [(link["src_id"], link["dst_id"]) for link in links
                           if link["dst_id"] in forgotten and link["kind"] == "summarises"]
             links = [link for link in links if not {link["src_id"], link["dst_id"]}.intersection(forgotten)]
