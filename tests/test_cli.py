@@ -271,6 +271,19 @@ def test_a_memory_looked_for_where_there_is_no_database_is_not_found(cli: Cli, a
     assert not cli.db.exists()
 
 
+@pytest.mark.parametrize("args", [
+    ["stats"], ["recall", "font"], ["timeline"], ["episodes"], ["export", "{tmp}/out.jsonl"], ["sleep"],
+    ["reembed", "--missing"],
+])
+def test_a_command_that_only_reads_refuses_a_database_that_is_not_there(
+    cli: Cli, tmp_path: Path, args: list[str]
+) -> None:
+    typo = tmp_path / "not-mounted" / "memories.db"
+    done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], db=typo, expect=BAD_INPUT)
+    assert f"there is no database at {typo}" in done.stderr
+    assert not typo.parent.exists()
+
+
 def test_bad_metadata_json_is_bad_input(cli: Cli) -> None:
     done = cli("remember", "hello", "--metadata", "{not json", expect=BAD_INPUT)
     assert "--metadata" in done.stderr and "not valid JSON" in done.stderr

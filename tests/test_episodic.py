@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne import DatabaseBusyError, InvalidInputError, Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
@@ -187,3 +188,46 @@ def test_an_episode_left_open_by_a_dead_process_is_summarised_once_abandoned(
         # Its events are dated 10 days ago, but it was written to just now: only a
         # policy that gives up on open episodes at once summarises it yet.
         assert mem.sleep(policy=SleepPolicy(abandoned_after=abandoned_after)).summaries == summaries
+        # Once sleep has given up on the block and summarised it, it is over.
+        assert [e.closed for e in mem.episodes()] == [summaries == 1]
+
+
+def test_every_summary_is_reached_from_episodes_when_a_global_event_falls_between(tmp_path: Path):
+    # Sleep splits a session's own events; a global event 25 minutes after the first
+    # three and 25 before the last three bridges the 30-minute gap for episodes().
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder="none") as mem:
+        start = time.time() - 3 * 86_400
+        for i in range(3):
+            mem.remember(f"morning standup item {i}: reviewed the ticket queue", created_at=start + i * 60)
+        mem.remember("Team-wide: the staging cluster is now eu-west-2", scope="global", created_at=start + 25 * 60)
+        for i in range(3):
+            mem.remember(f"afternoon task {i}: tuned the autoscaler", created_at=start + 50 * 60 + i * 60)
+        assert mem.sleep().summaries == 2
+        found = mem.episodes()
+        assert [(e.size, e.summary is not None, e.closed) for e in found] == [
+            (3, True, True), (1, False, True), (3, True, True)]
+        assert "standup" in found[0].summary.content and "autoscaler" in found[2].summary.content
+        assert found[0].id == "auto:" + found[0].event_ids[0]
+
+
+def test_the_blocks_own_error_reaches_the_caller_when_the_episode_cannot_be_ended(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="ops", db_path=db, embedder="none", busy_timeout=0.2) as mem:
+        mem.remember("warm up")
+        holder = sqlite3.connect(db, isolation_level=None)
+        with pytest.raises(ValueError, match="the agent's own error") as caught:
+            with mem.episode("risky"):
+                mem.remember("step 1")
+                holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock past the timeout
+                raise ValueError("the agent's own error")
+        assert "was not marked ended" in "".join(caught.value.__notes__)
+        holder.execute("ROLLBACK")
+        # The block succeeded: the error says so, so the caller does not run it again.
+        with pytest.raises(DatabaseBusyError) as caught_busy:
+            with mem.episode("fine"):
+                mem.remember("step 2")
+                holder.execute("BEGIN IMMEDIATE")
+        assert "Everything remembered in the block is stored" in "".join(caught_busy.value.__notes__)
+        holder.execute("ROLLBACK")
+        holder.close()
+        assert [(e.label, e.closed) for e in mem.episodes() if e.label] == [("risky", False), ("fine", False)]

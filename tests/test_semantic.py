@@ -57,6 +57,9 @@ def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_pat
     # "none" means "do not embed here", not another model: the record stays.
     with Mnemosyne(db_path=db, embedder="none") as mem:
         mem.remember("written without vectors")
+        assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims), switched off here (embedder 'none')"
+    # Left to choose, a process cannot build a custom embedder object by itself.
+    with Mnemosyne(db_path=db) as mem:
         assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims), unavailable here"
 
 

@@ -271,7 +271,7 @@ def test_a_long_writer_makes_writes_wait_then_fail_but_reads_go_on(tmp_path: Pat
     db = make_db(tmp_path / "m.db")
     with Mnemosyne(session_id="s", db_path=db, busy_timeout=0.4) as mem:
         with lock_held(db, "immediate"):
-            with pytest.raises(DatabaseBusyError):
+            with pytest.raises(DatabaseBusyError, match=r"for 0\.4 s \(busy_timeout\)"):
                 mem.remember("waits, then gives up")
             assert mem.recall("apples")  # WAL: readers never wait for the writer
         assert mem.remember("now it goes through")

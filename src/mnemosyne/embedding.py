@@ -32,8 +32,11 @@ RETRY_AFTER_S = 300.0
 class EmbedderSlot:
     """An embedder (or none) plus what to do when it fails."""
 
-    def __init__(self, embedder: Embedder | None, recorded: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder | None, recorded: dict[str, Any] | None = None, switched_off: bool = False
+    ) -> None:
         self.embedder = embedder
+        self._switched_off = switched_off  # "none" was chosen: the model may be right here
         # A database whose recorded embedder can't be loaded here keeps its record:
         # new memories wait for a vector rather than being embedded by another model.
         self.signature = registry.signature(embedder) if embedder is not None else recorded
@@ -50,12 +53,16 @@ class EmbedderSlot:
         if self.signature is None:
             return registry.NONE
         text = registry.describe(self.signature)
-        return text if self.embedder is not None else f"{text}, unavailable here"
+        if self.embedder is not None:
+            return text
+        return f"{text}, switched off here (embedder 'none')" if self._switched_off else f"{text}, unavailable here"
 
     def describe_for(self, recorded: dict[str, Any] | None) -> str:
         """The embedder of a database's vectors (``recorded``, None before the first),
         as this process sees it: its own, failing or not, or one it does not have
         (another process switched models since this one opened)."""
+        if self._switched_off and recorded is not None:  # whichever model it is, this process uses none
+            return f"{registry.describe(recorded)}, switched off here (embedder 'none')"
         if recorded is None or (self.signature is not None and same_embedder(recorded, self.signature)):
             return f"{self.description}, failing" if self.embedder is not None and not self.ready else self.description
         return f"{registry.describe(recorded)}, not this process's {self.description}"
@@ -175,7 +182,7 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
         if embedder is None:
             # "none" means "don't embed here", not another model: the database keeps
             # its record and a process that has the model backfills later.
-            return EmbedderSlot(None, recorded)
+            return EmbedderSlot(None, recorded, switched_off=True)
         current = registry.signature(embedder)
         if recorded is not None and not same_embedder(recorded, current):
             spec = registry.spec_of(current)

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from .core.episodes import split_episodes
+from .core.episodes import AUTO_PREFIX, split_episodes
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, time_range
 from .core.validation import check_label, check_limit, check_seconds, check_whole
+from .errors import MnemosyneError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore
 
@@ -75,12 +76,26 @@ class EpisodicMixin:
         self._episodic.start_episode(episode_id, self.session_id, label)
         current = _OpenEpisode(episode_id)
         token = self._current_episode.set(current)
+        block_error: BaseException | None = None
         try:
             yield episode_id
+        except BaseException as error:
+            block_error = error
+            raise
         finally:
             current.open = False
             self._current_episode.reset(token)
-            self._episodic.end_episode(episode_id)
+            try:
+                self._episodic.end_episode(episode_id)
+            except MnemosyneError as error:
+                unended = (f"the episode {label!r} was not marked ended ({error}); sleep takes it as "
+                           "ended once SleepPolicy.abandoned_after has passed")
+                if block_error is None:
+                    # Loud, but not a reason to run the block again: its memories are stored.
+                    error.add_note(f"Everything remembered in the block is stored; {unended}.")
+                    raise
+                # The block's own error is what the caller must see and can catch.
+                block_error.add_note(f"Also, {unended}.")
 
     def timeline(
         self,
@@ -116,16 +131,26 @@ class EpisodicMixin:
         since_ts, until_ts = time_range(since, until)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
-        memories = {m.id: m for m, _ in rows}
-        events = [_Event(m.id, m.session_id, m.created_at.timestamp(), ep) for m, ep in rows]
+        summaries = self._episodic.summaries_of(self.session_id, [m.id for m, _ in rows])
+        # The events one summary condensed are the episode sleep found (by its own
+        # policy's gap, among the session's own events): they stay one episode here,
+        # so every summary is reached, whatever else falls between them.
+        grouped_by = {event_id: summary.id for event_id, summary in summaries.items()}
+        summarised = set(grouped_by.values())
+        events = [_Event(m.id, m.session_id, m.created_at.timestamp(), ep or grouped_by.get(m.id)) for m, ep in rows]
         explicit = self._episodic.episode_rows(session)
-        summaries = self._episodic.summaries_of(self.session_id, list(memories))
         result = []
         for key, members in split_episodes(events, self.episode_gap):
+            if key in summarised:  # sleep named it as a time-gap episode
+                key = AUTO_PREFIX + members[0].id
             label, ended = explicit.get(key, (None, None))
             end = members[-1].created_at
-            closed = (ended is not None) if key in explicit else end + self.episode_gap <= now()
             summary = next((summaries[m.id] for m in members if m.id in summaries), None)
+            # A summary says sleep found the episode over: a block whose process died
+            # inside it never records its end, and sleep gives up waiting for it.
+            closed = summary is not None or (
+                (ended is not None) if key in explicit else end + self.episode_gap <= now()
+            )
             result.append(Episode(
                 id=key, session_id=session, label=label, started_at=from_timestamp(members[0].created_at),
                 ended_at=from_timestamp(end), size=len(members), closed=closed, summary=summary,

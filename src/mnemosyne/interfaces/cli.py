@@ -207,7 +207,7 @@ def _remember(args: argparse.Namespace) -> None:
     check_importance(args.importance)
     check_label(args.source, "source")
     optional_timestamp(args.created_at, "created_at")
-    memory_id = _open(args).remember(
+    memory_id = _open(args, create=True).remember(
         args.content, source=args.source, importance=args.importance, scope=args.scope,
         metadata=args.metadata, created_at=args.created_at,
     )
@@ -313,7 +313,7 @@ def _import(args: argparse.Namespace) -> None:
     if not Path(_db_path(args)).expanduser().exists() and not is_stream(Path(args.path)):
         read_jsonl(Path(args.path))  # a bad file creates no database (a pipe can be read only once)
     with ProgressBar("importing", quiet=args.quiet) as bar:
-        added = _open(args).import_jsonl(args.path, progress=bar)
+        added = _open(args, create=True).import_jsonl(args.path, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
 
 
@@ -329,7 +329,7 @@ def _sleep(args: argparse.Namespace) -> None:
 
 
 def _undo_sleep(args: argparse.Namespace) -> None:
-    _open(args, existing=True).undo_sleep(args.report_id)
+    _open(args).undo_sleep(args.report_id)
     _emit(args, {"undone": args.report_id}, lambda: print(f"undid sleep {args.report_id}"))
 
 
@@ -373,12 +373,13 @@ def _episodes(args: argparse.Namespace) -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace, existing: bool = False, memory_id: str | None = None, **options: Any) -> Any:
-    """The database, closed when the command ends. A command about something stored
-    (``existing``, or a ``memory_id``) does not create a database to look in."""
+def _open(args: argparse.Namespace, create: bool = False, memory_id: str | None = None, **options: Any) -> Any:
+    """The database, closed when the command ends. Only a command that stores
+    something (``create``) makes a new one: a mistyped --db is refused, not read
+    as an empty database ("total 0" from a volume that is not mounted)."""
     from .. import InvalidInputError, MemoryNotFoundError, Mnemosyne
 
-    if (existing or memory_id is not None) and not Path(_db_path(args)).expanduser().exists():
+    if not create and not Path(_db_path(args)).expanduser().exists():
         if memory_id is not None:
             raise MemoryNotFoundError(memory_id, args.session)
         raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")

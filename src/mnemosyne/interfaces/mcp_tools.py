@@ -338,7 +338,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "timeline",
-        "What happened, in order: this session's events (and global ones) between two "
+        "What happened, in order: this session's own events (private and global) between two "
         "times, oldest first, including originals that sleep consolidated. Use it to "
         "replay the steps of a task, e.g. everything since yesterday's deploy.",
         _timeline,

@@ -64,8 +64,9 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-def translate(exc: BaseException, path: Path, action: str) -> StorageError:
-    """Turn a driver (or OS) error into the matching Mnemosyne error (caller chains it)."""
+def translate(exc: BaseException, path: Path, action: str, waited: float | None = None) -> StorageError:
+    """Turn a driver (or OS) error into the matching Mnemosyne error (caller chains it).
+    ``waited``: the busy timeout a busy database was waited on for."""
     text = str(exc).lower()
     code = _code(exc) if isinstance(exc, sqlite3.Error) else None
     if isinstance(exc, OSError):
@@ -86,10 +87,12 @@ def translate(exc: BaseException, path: Path, action: str) -> StorageError:
             path,
         )
     if (isinstance(exc, sqlite3.Error) and is_busy(exc)) or code in (_BUSY, _LOCKED):
+        how_long = "" if waited is None else f" for {waited:g} s (busy_timeout)"
         return DatabaseBusyError(
-            f"{path} stayed locked by another connection while trying to {action}; another "
-            "process may be holding a long or exclusive lock on it (e.g. a `BEGIN EXCLUSIVE` or "
-            "`PRAGMA locking_mode=EXCLUSIVE` session): close it, or retry later",
+            f"{path} stayed locked by another connection{how_long} while trying to {action}; many "
+            "writers at once may need a longer busy_timeout, or another process may be holding a "
+            "long or exclusive lock on it (e.g. a `BEGIN EXCLUSIVE` or `PRAGMA locking_mode=EXCLUSIVE` "
+            "session): close it, or retry later",
             path,
         )
     if code == _READONLY or "readonly" in text or "read-only" in text:
@@ -183,7 +186,7 @@ class Database:
         except sqlite3.Error as exc:
             if not first and _identity(self._absolute) is None:
                 raise self._gone() from exc
-            raise translate(exc, self.path, "open the database") from exc
+            raise translate(exc, self.path, "open the database", self.busy_timeout) from exc
         conn.row_factory = sqlite3.Row
         end = time.monotonic() + self.busy_timeout
         delay = _BACKOFF_START_S
@@ -207,7 +210,7 @@ class Database:
             except sqlite3.Error as exc:
                 if not is_busy(exc) or time.monotonic() >= end:
                     conn.close()
-                    raise translate(exc, self.path, "open the database") from exc
+                    raise translate(exc, self.path, "open the database", self.busy_timeout) from exc
             delay = _sleep(delay, end)
 
     def prepare(self) -> None:
@@ -262,7 +265,7 @@ class Database:
                 except sqlite3.Error as exc:
                     self._rollback(conn)
                     if not is_busy(exc) or time.monotonic() >= end:
-                        raise translate(exc, self.path, action) from exc
+                        raise translate(exc, self.path, action, self.busy_timeout) from exc
                 delay = _sleep(delay, end)
 
     @contextmanager
@@ -273,7 +276,7 @@ class Database:
                 try:
                     yield conn
                 except sqlite3.Error as exc:
-                    raise translate(exc, self.path, action) from exc
+                    raise translate(exc, self.path, action, self.busy_timeout) from exc
                 return
 
             def begin(c: sqlite3.Connection) -> None:
@@ -347,14 +350,14 @@ class Database:
                 # else (disk full, I/O error) means it is lost: roll back, report.
                 if not (is_busy(exc) and conn.in_transaction) or time.monotonic() >= end:
                     self._rollback(conn)
-                    raise translate(exc, self.path, action) from exc
+                    raise translate(exc, self.path, action, self.busy_timeout) from exc
             delay = _sleep(delay, end)
 
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, action: str) -> StorageError:
         """The error to raise for ``exc``. A connection that met a read-only file is
         dropped: SQLite opened it read-only, and would stay so after the file is made
         writable again; the next call opens a fresh one."""
-        error = translate(exc, self.path, action)
+        error = translate(exc, self.path, action, self.busy_timeout)
         if isinstance(error, ReadOnlyDatabaseError):
             self._discard(conn)
         return error
