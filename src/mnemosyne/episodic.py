@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .storage.sqlite import SQLiteStore
 
 DEFAULT_EPISODE_GAP = 1800.0
+log = logging.getLogger("mnemosyne")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -86,16 +88,16 @@ class EpisodicMixin:
             current.open = False
             self._current_episode.reset(token)
             try:
-                self._episodic.end_episode(episode_id)
+                # Its error names what failed: recording the end, after the memories.
+                self._episodic.end_episode(
+                    episode_id, f"record the end of episode {label!r} (all remembered inside it is stored)"
+                )
             except MnemosyneError as error:
-                unended = (f"the episode {label!r} was not marked ended ({error}); sleep takes it as "
-                           "ended once SleepPolicy.abandoned_after has passed")
                 if block_error is None:
-                    # Loud, but not a reason to run the block again: its memories are stored.
-                    error.add_note(f"Everything remembered in the block is stored; {unended}.")
                     raise
                 # The block's own error is what the caller must see and can catch.
-                block_error.add_note(f"Also, {unended}.")
+                log.warning("episode %r was not marked ended (%s); sleep takes it as ended once "
+                            "SleepPolicy.abandoned_after has passed", label, error)
 
     def timeline(
         self,

@@ -26,8 +26,8 @@ class EpisodicStore:
                 (episode_id, session_id, label, time.time()),
             )
 
-    def end_episode(self, episode_id: str) -> None:
-        with self._db.write("end an episode") as conn:
+    def end_episode(self, episode_id: str, action: str = "end an episode") -> None:
+        with self._db.write(action) as conn:
             conn.execute("UPDATE episodes SET ended_at = ? WHERE id = ?", (time.time(), episode_id))
 
     def tag_episode(self, memory_ids: Sequence[str], episode_id: str) -> None:
