@@ -159,6 +159,9 @@ def test_a_bad_embedder_in_the_environment_creates_nothing(tmp_path: Path, monke
         ({"metadata": {"k": "\ud800"}}, "metadata contains a lone surrogate"),
         ({"metadata": {"\ud800": "key"}}, "metadata contains a lone surrogate"),
         ({"idempotency_key": "key-\ud800"}, "idempotency_key contains a lone surrogate"),
+        # Deeper could be stored, but not exported and imported again.
+        pytest.param({"metadata": {"k": json.loads("[" * 100 + "]" * 100)}}, "nested more than 100 deep",
+                     id="metadata-101-deep"),
     ],
 )
 def test_unstorable_values_are_refused_and_nothing_is_stored(mem: Mnemosyne, kwargs: dict[str, Any], message: str):

@@ -620,3 +620,69 @@ def test_closing_from_inside_an_export_lets_it_finish_and_keeps_recall_counts(tm
         mem.recall("deployments")
     with Mnemosyne(session_id="s", db_path=db) as again:
         assert {again.get(i).access_count for i in ids} == {1}
+
+
+# -- where an export goes, and what an import takes ------------------------------------
+
+
+def test_an_export_onto_the_database_or_a_folder_is_refused(source: Path, tmp_path: Path) -> None:
+    before = source.read_bytes()[:16]
+    (tmp_path / "folder").mkdir()
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        for target in (source, f"{source}-wal", tmp_path / "folder", f"{tmp_path}/missing-folder/"):
+            with pytest.raises(InvalidInputError, match="this database|is a folder"):
+                mem.export_jsonl(target)
+        assert mem.get_stats().total == 8
+    assert source.read_bytes()[:16] == before == b"SQLite format 3\x00"
+    assert not (tmp_path / "missing-folder").exists()
+
+
+def test_an_export_over_a_private_file_keeps_it_private(source: Path, tmp_path: Path) -> None:
+    private = tmp_path / "private.jsonl"
+    private.write_text("old\n")
+    private.chmod(0o600)
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        assert mem.export_jsonl(private) == 8
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert private.read_text().startswith('{"format": "mnemosyne-jsonl"')
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this system")
+def test_a_regular_file_under_dev_is_replaced_not_appended_to(source: Path, tmp_path: Path) -> None:
+    path = Path("/dev/shm") / f"mnemosyne-test-{tmp_path.name}.jsonl"
+    try:
+        with Mnemosyne(session_id="alpha", db_path=source) as mem:
+            mem.export_jsonl(path)
+            mem.export_jsonl(path)
+        assert path.read_text().count('"format"') == 1
+        with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db") as copy:
+            assert copy.import_jsonl(path) == 8
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_an_empty_input_is_refused_not_read_as_no_memories(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
+        with pytest.raises(InvalidInputError, match="is empty"):
+            mem.import_jsonl(empty)
+
+
+def test_a_byte_order_mark_or_a_blank_line_before_the_header_is_read(source: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "out.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        mem.export_jsonl(exported)
+    text = exported.read_text(encoding="utf-8")
+    for name, variant in (("bom", "\ufeff" + text), ("blank", "\n" + text)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(variant, encoding="utf-8")
+        with Mnemosyne(session_id="alpha", db_path=tmp_path / f"{name}.db") as copy:
+            assert copy.import_jsonl(path) == 8
+
+
+def test_json_nested_too_deep_to_parse_is_bad_input(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "deep.jsonl", ['{"metadata": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+    with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
+        with pytest.raises(InvalidInputError, match="deep.jsonl:2 is not valid JSON"):
+            mem.import_jsonl(path)

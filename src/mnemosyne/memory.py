@@ -40,6 +40,7 @@ from .errors import EmbedderError, InvalidInputError
 from .models import DoctorReport, Memory, SleepReport, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
+from .storage.sqlite.backup_file import database_files
 from .storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S
 
 DB_ENV_VAR = "MNEMOSYNE_DB"
@@ -333,6 +334,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         >>> mem.export_jsonl("memories.jsonl")
         1234
         """
+        target = Path(path)
+        if not transfer.is_stream(target) and target.resolve() in database_files(Path(self._store.path)):
+            raise InvalidInputError(f"{path} is this database or one of its own files; export to another path")
+        transfer.check_writable(path)
         # Recall counts this process has not written yet belong in the export too:
         # ranking and sleep's decay read them.
         self._store.access.flush(lock_wait=1.0)
@@ -345,7 +350,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
         # Closed even if writing fails: the dump holds a read snapshot open.
         with contextlib.closing(self._store.iter_dump()) as records:
-            return transfer.write_jsonl(records, Path(path), report)
+            return transfer.write_jsonl(records, target, report)
 
     def import_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
         """Add what an export holds that is not already stored; return how many

@@ -84,6 +84,7 @@ _FIELDS = {
     "unshared": {"type", "key"},
 }
 _SHARING_KEY = re.compile(r"[0-9a-f]{64}")  # a SHA-256 digest, as sharing_key writes it
+_OPEN_FILE_NAME = re.compile(r"/dev/(stdout|stderr|stdin|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
 # Stored times, written as ISO 8601 text.
 _TIMES = {"created_at", "recorded_at", "valid_until", "last_seen_at", "last_accessed_at", "started_at", "ended_at"}
 
@@ -116,16 +117,40 @@ def write_jsonl(
     if is_stream(path):
         with open(path, "a", encoding="utf-8") as stream:
             return _write_lines(records, stream, progress)
+    check_writable(path)
     path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
             count = _write_lines(records, handle, progress)
+        _keep_access(path, tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return count
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise :class:`InvalidInputError` if ``path`` names a folder rather than a file
+    (give the text as typed: ``Path`` drops a trailing slash)."""
+    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+        raise InvalidInputError(f"{path} is a folder; give the export file's path")
+
+
+def _keep_access(replaced: Path, new: Path) -> None:
+    """Give ``new`` the mode (and, where allowed, the owner) of the file it replaces:
+    an export holds every session's memories, and a private file must stay private."""
+    try:
+        old = replaced.stat()
+    except FileNotFoundError:
+        return
+    os.chmod(new, stat.S_IMODE(old.st_mode))
+    if hasattr(os, "chown"):
+        try:
+            os.chown(new, old.st_uid, old.st_gid)
+        except PermissionError:  # only root may give a file away; the mode still holds
+            pass
 
 
 def check_readable(path: Path) -> None:
@@ -139,8 +164,10 @@ def check_readable(path: Path) -> None:
 
 def is_stream(path: Path) -> bool:
     """Whether ``path`` is a stream rather than a file to create or replace: a pipe, a
-    device, or one of the system's names for an open file (``/dev/stdout``, ``/dev/fd/3``)."""
-    if str(path).startswith(("/dev/", "/proc/")):
+    device, or one of the system's names for an open file (``/dev/stdout``, ``/dev/fd/3``),
+    which may lead to a regular file that the shell opened for ``>>``. A regular file
+    elsewhere under ``/dev`` (``/dev/shm``) is a file."""
+    if _OPEN_FILE_NAME.fullmatch(str(path)):
         return True
     try:
         return not stat.S_ISREG(path.stat().st_mode) and not path.is_dir()
@@ -177,12 +204,13 @@ def read_jsonl(path: Path) -> Export:
     for number, line in _numbered_lines(path):
         if not line.strip():
             continue
+        first = last == 0
         last = number
         if end is not None:
             raise InvalidInputError(f"{path}:{number} follows the end line ({end}); nothing was imported")
         try:
-            record = json.loads(line)
-        except ValueError as exc:
+            record = json.loads(line.removeprefix("\ufeff") if first else line)  # a BOM some editors add
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
             raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
         if version >= 3 and isinstance(record, dict) and record.get("type") == "end":
             if record != {"type": "end", "records": parsed.count}:
@@ -192,7 +220,7 @@ def read_jsonl(path: Path) -> Export:
                 )
             end = number
             continue
-        if number == 1 and isinstance(record, dict) and record.get("format") == FORMAT:
+        if first and isinstance(record, dict) and record.get("format") == FORMAT:
             if record.get("version") not in (1, 2, VERSION):
                 raise InvalidInputError(
                     f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
@@ -204,6 +232,9 @@ def read_jsonl(path: Path) -> Export:
             parsed.add(record, version, f"{path}:{number}")
         except InvalidInputError as exc:
             raise InvalidInputError(f"{path}:{number}: {exc}") from exc
+    if last == 0:
+        # An upstream `export | import` that failed sends nothing: not "0 memories".
+        raise InvalidInputError(f"{path} is empty: an export has at least its header; nothing was imported")
     if version >= 3 and end is None:
         # Cut at a line boundary, a file is valid line by line: only this tells.
         raise InvalidInputError(
@@ -219,8 +250,9 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield from enumerate(handle, start=1)
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
-            f"{path} is not UTF-8 text ({exc}); an export is JSON Lines in UTF-8: convert "
-            "the file (e.g. iconv -t UTF-8) and import it again; nothing was imported"
+            f"{path} is not UTF-8 text ({exc}); an export is JSON Lines in UTF-8: decompress a "
+            "compressed export, restore a database or backup with `mnemosyne restore`, or convert "
+            "other text (e.g. iconv -t UTF-8); nothing was imported"
         ) from exc
 
 

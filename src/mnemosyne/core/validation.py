@@ -19,6 +19,9 @@ MAX_TOP_K = 10_000
 # timeline(limit=None) returns every event; a number above this is almost surely a
 # mistake (and above 2**63 SQLite cannot take it at all).
 MAX_LIMIT = 1_000_000
+# Far beyond any real use, and well inside what JSON parsing (and a later export and
+# import) can take: near a thousand levels, Python's recursion limit breaks them.
+MAX_METADATA_DEPTH = 100
 
 
 def finite_number(value: object) -> float | None:
@@ -115,11 +118,14 @@ def check_label(value: object, name: str) -> str:
 
 
 def check_metadata(metadata: object) -> dict[str, Any]:
-    """Metadata must be a JSON object whose content round-trips exactly."""
+    """Metadata must be a JSON object whose content round-trips exactly, nested at
+    most ``MAX_METADATA_DEPTH`` deep."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    if _depth(metadata) > MAX_METADATA_DEPTH:
+        raise InvalidInputError(f"metadata is nested more than {MAX_METADATA_DEPTH} deep; flatten it")
     try:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -137,6 +143,21 @@ def check_metadata(metadata: object) -> dict[str, Any]:
             "tuples?); use string keys and lists"
         )
     return loaded
+
+
+def _depth(value: object) -> int:
+    """How deep dicts and lists nest in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, list | tuple) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_METADATA_DEPTH:  # deep enough to refuse: stop walking
+            return level
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def check_top_k(top_k: object) -> int:

@@ -77,12 +77,16 @@ def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest
     return manifest
 
 
+def database_files(database: Path) -> set[Path]:
+    """The database file and the files SQLite keeps beside it, resolved."""
+    return {database.with_name(database.name + suffix).resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+
+
 def check_backup_target(source: Path, target: Path) -> None:
     """Raise :class:`InvalidInputError` unless a backup of ``source`` may be written at ``target``."""
     if not target.name or target.name == "..":  # ".", "/", "..": a folder, not a file name
         raise InvalidInputError(f"backup_path {str(target)!r} names a folder; give the backup file's path")
-    own = {source.with_name(source.name + suffix).resolve() for suffix in ("", "-wal", "-shm", "-journal")}
-    if target.resolve() in own:
+    if target.resolve() in database_files(source):
         raise InvalidInputError(
             f"backup_path {target} is the database {source} or one of its own files; "
             "choose a path outside them"
