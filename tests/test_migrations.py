@@ -81,6 +81,21 @@ def test_upgrade_keeps_a_safety_backup(v1_db: Path):
         assert conn.execute("PRAGMA user_version").fetchone() == (1,)
 
 
+def test_an_upgrade_that_fails_changes_nothing_and_leaves_no_copy_behind(v1_db: Path):
+    # A table in the way of a later migration (as a read-only file, for a user
+    # other than root, stops the commit): each attempt must not leave a full copy.
+    with sqlite3.connect(v1_db) as conn:
+        conn.execute("CREATE TABLE episodes (x)")
+        before = conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall()
+    for _ in range(2):
+        with pytest.raises(StorageError, match="episodes already exists"):
+            Mnemosyne(db_path=v1_db)
+    assert sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name) == []
+    with sqlite3.connect(v1_db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall() == before
+
+
 def test_the_safety_backup_restores_like_any_backup(v1_db: Path, tmp_path: Path):
     from mnemosyne.dr.recovery import restore_backup, verify_backup
 

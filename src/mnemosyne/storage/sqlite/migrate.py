@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
-from .backup_file import timestamp_for_names, write_backup
+from .backup_file import manifest_path, timestamp_for_names, write_backup
 from .connection import Database, open_read_only, translate
 from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
 
@@ -33,22 +33,33 @@ def migrate(db: Database) -> Path | None:
         # One write transaction for the copy and every step: processes opening an old
         # database together queue here, and only the first finds work left to do, so
         # it alone copies the database aside. A crash mid-upgrade rolls back whole.
-        with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
-            current = schema_version(conn)
-            if current > LATEST_VERSION:  # a newer build upgraded it while we waited
-                raise SchemaVersionError(db.path, current, LATEST_VERSION)
-            if current < LATEST_VERSION:
-                safety_copy = _upgrade(db, conn, current)
+        copies: list[Path] = []
+        try:
+            with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
+                current = schema_version(conn)
+                if current > LATEST_VERSION:  # a newer build upgraded it while we waited
+                    raise SchemaVersionError(db.path, current, LATEST_VERSION)
+                if current < LATEST_VERSION:
+                    safety_copy = _upgrade(db, conn, current, copies)
+        except BaseException:
+            # Rolled back whole: the database is as it was, and the copy of it is
+            # redundant. Kept, a read-only database would leave one per attempt.
+            for copy in copies:
+                for path in (copy, manifest_path(copy)):
+                    path.unlink(missing_ok=True)
+            raise
     _verify_checksums(db)
     return safety_copy
 
 
-def _upgrade(db: Database, conn: sqlite3.Connection, current: int) -> Path | None:
-    """Copy the database aside if it holds a schema, then apply every later migration."""
+def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[Path]) -> Path | None:
+    """Copy the database aside if it holds a schema (adding the copy to ``copies`` as
+    soon as it is begun), then apply every later migration."""
     safety_copy = None
     if current > 0:
         name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
         safety_copy = db.path.with_name(name)
+        copies.append(safety_copy)
         _copy_aside(db.path, safety_copy)
     for migration in MIGRATIONS:
         if migration.version > current:
