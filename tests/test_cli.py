@@ -303,15 +303,16 @@ def test_bad_metadata_with_json_flag_is_a_json_error(cli: Cli) -> None:
     assert json.loads(done.stderr)["error"]["code"] == "invalid_input"
 
 
-def test_export_to_a_folder_is_a_clean_failure(cli: Cli, tmp_path: Path) -> None:
+def test_export_to_a_folder_is_bad_input(cli: Cli, tmp_path: Path) -> None:
     with cli.memories() as mem:
         mem.remember("something")
     folder = tmp_path / "a-folder"
     folder.mkdir()
-    done = cli("export", str(folder), "--json", expect=FAILURE)  # not 1, which means "not found"
+    done = cli("export", str(folder), "--json", expect=BAD_INPUT)
     assert done.stdout == ""
     error = json.loads(done.stderr)["error"]
-    assert error["code"] == "os_error" and error["message"]
+    assert error["code"] == "invalid_input"
+    assert error["message"].endswith("a-folder is a folder; give the export file's path")
     assert list(folder.iterdir()) == [] and not list(tmp_path.glob(".a-folder*"))  # no temp file left
 
 

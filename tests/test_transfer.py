@@ -110,7 +110,7 @@ def test_export_file_format(source: Path, tmp_path: Path) -> None:
         mem.export_jsonl(str(export), progress=lambda done, total: calls.append((done, total)))
     assert calls[0] == (0, 8) and calls[-1] == (8, 8)
     lines = export.read_text(encoding="utf-8").splitlines()
-    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 3}
+    assert json.loads(lines[0]) == {"format": "mnemosyne-jsonl", "version": 4}
     records = [json.loads(line) for line in lines[1:-1]]
     assert len(records) == 8 and {r["type"] for r in records} == {"memory"}
     assert json.loads(lines[-1]) == {"type": "end", "records": 8}
@@ -205,13 +205,13 @@ def test_a_file_that_is_not_utf8_imports_nothing(tmp_path: Path) -> None:
 
 
 def test_import_rejects_a_missing_file_and_a_newer_format(tmp_path: Path) -> None:
-    newer = tmp_path / "v4.jsonl"
-    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 4}) + "\n"
+    newer = tmp_path / "v5.jsonl"
+    newer.write_text(json.dumps({"format": "mnemosyne-jsonl", "version": 5}) + "\n"
                      + json.dumps(record()) + "\n", encoding="utf-8")
     with Mnemosyne(db_path=tmp_path / "db.db") as mem:
         with pytest.raises(InvalidInputError):
             mem.import_jsonl(tmp_path / "nope.jsonl")
-        with pytest.raises(InvalidInputError, match="version 4"):
+        with pytest.raises(InvalidInputError, match="version 5"):
             mem.import_jsonl(newer)
         assert mem.get_stats().total == 0
 
@@ -392,6 +392,28 @@ def test_an_older_export_does_not_bring_back_what_was_forgotten(slept: tuple[Pat
         summary = next(m for m in mem.recall("navigation bar", include_consolidated=True) if m.kind == "summary")
         assert "Bob objected" in summary.content and "hamburger" not in summary.content
         assert mem.import_jsonl(export) == 0 and mem.get(alice.id) is None
+
+
+def test_what_was_forgotten_stays_forgotten_in_a_database_moved_by_export(tmp_path: Path):
+    old_export, moved_export = tmp_path / "before-forget.jsonl", tmp_path / "after-forget.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "a.db") as a:
+        card = a.remember("The card number is 4111 1111 1111 1111")
+        a.remember("The deploy window is Friday")
+        a.export_jsonl(old_export)
+        a.forget(card)
+        a.export_jsonl(moved_export)
+    records = [json.loads(line) for line in moved_export.read_text(encoding="utf-8").splitlines()]
+    assert {"type": "forgotten", "id": card, "session_id": "alpha"} in records
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "b.db") as b:
+        assert b.import_jsonl(moved_export) == 1
+        assert b.import_jsonl(old_export) == 0  # the old copy does not bring the card back
+        assert b.get(card) is None and not b.recall("card number")
+        b.export_jsonl(tmp_path / "again.jsonl")  # and the move after that carries it on
+    assert f'"forgotten", "id": "{card}"' in (tmp_path / "again.jsonl").read_text(encoding="utf-8")
+    # An import never deletes: a database that still holds the memory keeps it.
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "c.db") as c:
+        c.import_jsonl(old_export)
+        assert c.import_jsonl(moved_export) == 0 and c.get(card) is not None
 
 
 def test_sleep_behaves_the_same_after_import(slept: tuple[Path, Path], tmp_path: Path):

@@ -370,7 +370,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         memories: Iterable[NewMemory] = export.memories
         if progress is not None:
             memories = _reporting(memories, progress, len(export.memories))
-        added = self._store.import_memories(memories, export.usage, export.episodes, export.links, export.unshared)
+        added = self._store.import_memories(
+            memories, export.usage, export.episodes, export.links, export.unshared, export.forgotten
+        )
         self._backfill.run()  # a failing model leaves the rest to later passes
         return added
 

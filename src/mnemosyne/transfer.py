@@ -3,9 +3,9 @@
 An export is UTF-8 text, one JSON object per line. The first line is a header;
 every other line has a ``type``: the explicit episodes first, then every memory
 (all sessions, in id order), then the links sleep made between memories, then the
-texts sleep must not share again::
+texts sleep must not share again, then the memories that were forgotten::
 
-    {"format": "mnemosyne-jsonl", "version": 3}
+    {"format": "mnemosyne-jsonl", "version": 4}
     {"type": "episode", "id": "...", "session_id": "s", "label": "deploy v2",
      "started_at": "2026-01-01T09:00:00+00:00", "ended_at": "2026-01-01T09:40:00+00:00"}
     {"type": "memory", "id": "...", "session_id": "s", "scope": "session", "kind": "episodic",
@@ -16,7 +16,8 @@ texts sleep must not share again::
     {"type": "link", "src_id": "...", "dst_id": "...", "kind": "summarises",
      "run_id": "...", "created_at": "..."}
     {"type": "unshared", "key": "9f86d0..."}
-    {"type": "end", "records": 4}
+    {"type": "forgotten", "id": "...", "session_id": "s"}
+    {"type": "end", "records": 5}
 
 (each record is one line in the file). The end line counts the records before it:
 a file cut short at a line boundary is valid line by line, and only its missing
@@ -27,12 +28,14 @@ newer fact ``supersedes`` an older one; ``forget`` follows them. ``access_count`
 and ``last_accessed_at`` are kept because ranking and sleep's decay read them.
 An ``unshared`` line holds the :func:`~mnemosyne.core.consolidation.sharing_key`
 of a shared memory an agent forgot: the text itself is gone, and sleep must not
-share it again in the importing database either. Sleep runs (what ``undo_sleep``
-needs) and database metadata are not exported.
+share it again in the importing database either. A ``forgotten`` line holds the
+id of a memory ``forget`` removed (its text is gone): the importing database
+records it as forgotten too, so no older export brings it back there. Sleep runs
+(what ``undo_sleep`` needs) and database metadata are not exported.
 
-Version 1 files (memory lines without ``type``, and no episodes or links) and
-version 2 files (no ``unshared`` lines) are still read; a file without a header
-is read as version 1.
+Version 1 files (memory lines without ``type``, and no episodes or links), version
+2 files (no ``unshared`` lines) and version 3 files (no ``forgotten`` lines) are
+still read; a file without a header is read as version 1.
 
 Importing adds only what is missing: episodes and memories matched by id, links
 by their two ends and kind, so importing the same file twice adds nothing the
@@ -67,7 +70,7 @@ from .models import KINDS, STATUSES
 from .storage.base import NewMemory
 
 FORMAT = "mnemosyne-jsonl"
-VERSION = 3
+VERSION = 4
 LINK_KINDS = ("summarises", "merges", "supersedes")
 
 _REQUIRED = ("id", "content", "source", "importance", "scope", "session_id", "created_at", "recorded_at")
@@ -82,6 +85,7 @@ _FIELDS = {
     "episode": {"type", "id", "session_id", "label", "started_at", "ended_at"},
     "link": {"type", "src_id", "dst_id", "kind", "run_id", "created_at"},
     "unshared": {"type", "key"},
+    "forgotten": {"type", "id", "session_id"},
 }
 _SHARING_KEY = re.compile(r"[0-9a-f]{64}")  # a SHA-256 digest, as sharing_key writes it
 _OPEN_FILE_NAME = re.compile(r"/dev/(stdout|stderr|stdin|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
@@ -100,6 +104,7 @@ class Export:
     # Each link's columns, plus "where" (its file and line) for the store's refusal.
     links: list[dict[str, Any]] = field(default_factory=list)
     unshared: list[str] = field(default_factory=list)  # sharing keys sleep must not share again
+    forgotten: dict[str, str] = field(default_factory=dict)  # id -> session of a forgotten memory
 
 
 def write_jsonl(
@@ -221,7 +226,7 @@ def read_jsonl(path: Path) -> Export:
             end = number
             continue
         if first and isinstance(record, dict) and record.get("format") == FORMAT:
-            if record.get("version") not in (1, 2, VERSION):
+            if record.get("version") not in (1, 2, 3, VERSION):
                 raise InvalidInputError(
                     f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
                     f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
@@ -290,8 +295,10 @@ class _Reader:
             self._add_episode(record)
         elif kind == "link":
             self._add_link(record, where)
-        else:
+        elif kind == "unshared":
             self._add_unshared(record)
+        else:
+            self._add_forgotten(record)
 
     def _add_memory(self, record: dict[str, Any]) -> None:
         missing = [key for key in _REQUIRED if key not in record]
@@ -299,7 +306,7 @@ class _Reader:
             raise InvalidInputError(f"missing fields {missing}")
         values = {**_MEMORY_DEFAULTS, **record}
         memory_id = check_label(values["id"], "id")
-        if memory_id in self.export.usage:
+        if memory_id in self.export.usage or memory_id in self.export.forgotten:
             raise InvalidInputError(f"memory {memory_id} appears twice in the file")
         content = check_content(values["content"])
         kind, status = values["kind"], values["status"]
@@ -383,6 +390,15 @@ class _Reader:
             raise InvalidInputError(f"unshared key {key} appears twice in the file")
         self._unshared.add(key)
         self.export.unshared.append(key)
+
+    def _add_forgotten(self, record: dict[str, Any]) -> None:
+        missing = [key for key in ("id", "session_id") if key not in record]
+        if missing:
+            raise InvalidInputError(f"missing fields {missing}")
+        memory_id = check_label(record["id"], "id")
+        if memory_id in self.export.forgotten or memory_id in self.export.usage:
+            raise InvalidInputError(f"memory {memory_id} appears twice in the file")
+        self.export.forgotten[memory_id] = check_label(record["session_id"], "session_id")
 
 
 def _iso(seconds: float | None) -> str | None:

@@ -242,10 +242,15 @@ class SQLiteStore(VectorRows):
         episodes: Sequence[Mapping[str, Any]] = (),
         links: Sequence[Mapping[str, Any]] = (),
         unshared: Iterable[str] = (),
+        tombstones: Mapping[str, str] | None = None,
     ) -> int:
         """Add, in one transaction, the episodes and memories whose id is not stored
         yet, the links and ``unshared`` sharing keys not stored yet; return how many
         memories were added.
+
+        ``tombstones`` maps the ids of memories forgotten where the import comes from
+        to their sessions: each one not stored here is recorded as forgotten here
+        too. One this database holds is kept (an import never deletes).
 
         ``usage`` maps a memory id to its kept columns (strength, occurrences,
         last_seen_at, access_count, last_accessed_at), written for added memories.
@@ -264,6 +269,12 @@ class SQLiteStore(VectorRows):
         stored_as: dict[str, str] = {}  # a file's id -> the id its idempotency key has here
         touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
+            for memory_id, session_id in sorted((tombstones or {}).items()):
+                if not conn.execute(
+                    "SELECT 1 FROM memories WHERE id = ? UNION ALL "
+                    "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory_id, memory_id)
+                ).fetchone():
+                    audit(conn, "forget", memory_id, session_id, {"imported": True})
             conn.executemany(
                 "INSERT INTO episodes (id, session_id, label, started_at, ended_at) "
                 "VALUES (:id, :session_id, :label, :started_at, :ended_at) ON CONFLICT (id) DO NOTHING",
@@ -570,7 +581,8 @@ class SQLiteStore(VectorRows):
     def iter_dump(self) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """Everything an export holds, as ``(type, stored columns)``: every explicit
         episode, then every memory in id (creation) order, then every link, then the
-        sharing key of every shared memory an agent forgot.
+        sharing key of every shared memory an agent forgot, then the id and session
+        of every memory forgotten.
 
         One read snapshot, so each link's ends are in the same dump even while
         others write. Close the generator if you stop early: it holds that snapshot.
@@ -592,6 +604,11 @@ class SQLiteStore(VectorRows):
                 yield "link", dict(row)
             for key in unshared_keys(conn):
                 yield "unshared", {"key": key}
+            for row in conn.execute(
+                "SELECT memory_id AS id, min(session_id) AS session_id FROM audit_log "
+                "WHERE op = 'forget' AND memory_id IS NOT NULL GROUP BY memory_id ORDER BY memory_id"
+            ):
+                yield "forgotten", dict(row)
 
     def get_meta(self, key: str) -> str | None:
         with self._db.read() as conn:
