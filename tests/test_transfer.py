@@ -458,6 +458,33 @@ def test_importing_again_or_over_part_of_it_duplicates_nothing(slept: tuple[Path
     assert tables(source) == before
 
 
+def test_a_database_synced_again_after_the_other_slept_folds_what_the_summary_stands_for(tmp_path: Path):
+    texts = ["The team discussed the new navigation bar layout for mobile screens.",
+             "Alice proposed a hamburger menu with three nested levels of links.",
+             "Bob objected that nested menus hurt accessibility for screen readers.",
+             "Carol asked for the footer links to move under the new navigation bar."]
+    with Mnemosyne(session_id="s", db_path=tmp_path / "a.db", dedupe_window=0) as a:
+        for i, text in enumerate(texts):
+            a.remember(text, created_at=NOW - 5 * DAY + i * 60)
+        a.export_jsonl(tmp_path / "before.jsonl")
+    with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as b:
+        assert b.import_jsonl(tmp_path / "before.jsonl") == 4
+        edited = next(m for m in b.timeline() if m.content.startswith("Carol"))
+        b.update(edited.id, content="Carol asked for the footer links to stay where they are.")
+    with Mnemosyne(session_id="s", db_path=tmp_path / "a.db") as a:
+        assert a.sleep(policy=SleepPolicy(keep_importance=1.1)).summaries == 1
+        a.export_jsonl(tmp_path / "after.jsonl")
+    with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as b:
+        assert b.import_jsonl(tmp_path / "after.jsonl") == 1  # the summary
+        statuses = {m.content[:5]: m.status for m in b.timeline()}
+        # What the summary stands for is folded, as in the database that slept; a
+        # memory edited here since is not what it quotes, and stays.
+        assert statuses == {"The t": "consolidated", "Alice": "consolidated", "Bob o": "consolidated",
+                            "Carol": "active"}
+        assert [m.kind for m in b.recall("navigation bar menu", top_k=10)].count("summary") == 1
+        assert not any(m.content.startswith(("Alice", "Bob")) for m in b.recall("navigation bar menu", top_k=10))
+
+
 def link(**fields: Any) -> dict[str, Any]:
     base = {"type": "link", "src_id": "0190aaaa-0000-7000-8000-000000000002",
             "dst_id": "0190aaaa-0000-7000-8000-000000000001", "kind": "summarises",

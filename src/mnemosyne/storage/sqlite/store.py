@@ -267,6 +267,7 @@ class SQLiteStore(VectorRows):
         kept = usage or {}
         forgotten: dict[str, str] = {}  # id -> the text an old export still holds
         stored_as: dict[str, str] = {}  # a file's id -> the id its idempotency key has here
+        held: dict[str, NewMemory] = {}  # the file's version of each memory already stored here
         touched: dict[str, list[tuple[float, int]]] = {}
         with self._db.write("import memories") as conn:
             for memory_id, session_id in sorted((tombstones or {}).items()):
@@ -283,6 +284,8 @@ class SQLiteStore(VectorRows):
             with Inserting(conn, "import") as inserting:
                 for memory in memories:
                     exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
+                    if exists is not None:
+                        held[memory.id] = memory
                     if exists is None and conn.execute(
                         "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory.id,)
                     ).fetchone():
@@ -318,11 +321,15 @@ class SQLiteStore(VectorRows):
                             f"{link['where']}: the {link['kind']} link refers to memory {end}, which is "
                             "not in the database and was not imported; nothing was imported"
                         )
+            new_links = [link for link in links if conn.execute(
+                "SELECT 1 FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = ?",
+                (link["src_id"], link["dst_id"], link["kind"])).fetchone() is None]
             conn.executemany(
                 "INSERT INTO memory_links (src_id, dst_id, kind, run_id, created_at) "
                 "VALUES (:src_id, :dst_id, :kind, :run_id, :created_at) ON CONFLICT DO NOTHING",
-                [{k: v for k, v in link.items() if k != "where"} for link in links],
+                [{k: v for k, v in link.items() if k != "where"} for link in new_links],
             )
+            self._stand_in_as_exported(conn, new_links, held)
             for summary_id, gone in to_unquote:  # once linked: what it no longer says comes back
                 unquote_summary(conn, summary_id, gone, forgotten[gone], f"forgot quoted memory {gone}")
             # Forgotten there, so not to be shared here: sleep reads the audit log.
@@ -331,6 +338,27 @@ class SQLiteStore(VectorRows):
             for session_id, positions in touched.items():
                 refresh_contexts(conn, session_id, positions)
         return added
+
+    @staticmethod
+    def _stand_in_as_exported(
+        conn: sqlite3.Connection, new_links: Sequence[Mapping[str, Any]], held: Mapping[str, NewMemory]
+    ) -> None:
+        """A memory stored here, unchanged, that the exporting database's sleep then
+        condensed (a summary or a kept copy now stands for it): it takes the status
+        the export gives it, as a sleep here would have. Left active, recall would
+        return it beside what stands for it, and no sleep here would ever fold it,
+        since the link says it is done."""
+        for link in new_links:
+            exported = held.get(link["dst_id"])
+            if exported is None or exported.status not in ("consolidated", "superseded"):
+                continue
+            changed = conn.execute(
+                "UPDATE memories SET status = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'active' AND content_hash = ?",
+                (exported.status, time.time(), exported.id, exported.content_hash),
+            ).rowcount
+            if changed:
+                audit(conn, "import", exported.id, exported.session_id, {"status": exported.status})
 
     def record_event(self, op: str, detail: dict[str, Any]) -> None:
         """Append a database-wide event (a restore, a sleep) to the audit log."""
