@@ -286,11 +286,11 @@ class SQLiteStore(VectorRows):
                     exists = conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone()
                     if exists is not None:
                         held[memory.id] = memory
-                    if exists is None and conn.execute(
+                    elif conn.execute(
                         "SELECT 1 FROM audit_log WHERE memory_id = ? AND op = 'forget'", (memory.id,)
                     ).fetchone():
                         forgotten[memory.id] = memory.content
-                    elif exists is None:
+                    else:
                         try:
                             stored_id, seq = self._insert_one(conn, memory, inserting)
                         except InvalidInputError as exc:  # its idempotency key names another memory
