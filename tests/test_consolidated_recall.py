@@ -250,3 +250,12 @@ def test_a_detail_the_summary_leaves_out_is_answered_by_the_original(mem: Mnemos
     assert found[0].id == ids[17]
     # A query the summary answers still gets the summary.
     assert mem.recall("Berlin warehouse shipped", top_k=1)[0].kind == "summary"
+
+
+def test_a_word_the_kept_copy_lacks_is_answered_by_the_merged_copy(mem: Mnemosyne):
+    kept = mem.remember("Alice approved the budget for the new office in Lisbon", created_at=OLD)
+    cut = mem.remember("Alice approved the budget cut for the new office in Lisbon", created_at=OLD + 60)
+    assert mem.sleep(policy=SleepPolicy(min_episode_size=10)).merged == 1
+    assert mem.get(cut).status == "consolidated"
+    assert mem.recall("budget cut", top_k=1)[0].id == cut
+    assert [m.id for m in mem.recall("budget office Lisbon")] == [kept]  # the copy still stands for it

@@ -537,9 +537,10 @@ class SQLiteStore(VectorRows):
 
         The representative is what recall returns, so it must pass the filters the
         hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
-        Nor does a summary stand for a memory holding a query term (of ``terms``)
-        that it lacks: one without "Dana" is no answer to "who paged Dana". (A newer
-        value lacks the old one's words on purpose: it still stands for it.)
+        Nor does a summary or a kept copy stand for a memory holding a query term (of
+        ``terms``) that it lacks: a summary without "Dana" is no answer to "who paged
+        Dana", nor "the budget was approved" to "budget cut". (A newer value lacks the
+        old one's words on purpose: through a supersede, it still stands for it.)
         """
         where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
@@ -547,31 +548,32 @@ class SQLiteStore(VectorRows):
             # would visit every consolidated memory.
             chains = select_in(
                 conn,
-                "WITH RECURSIVE up (start, id) AS ("
-                "  SELECT d.seq, d.id FROM memories AS d NOT INDEXED"
+                "WITH RECURSIVE up (start, id, newer) AS ("
+                "  SELECT d.seq, d.id, 0 FROM memories AS d NOT INDEXED"
                 "  WHERE d.status = 'consolidated' AND d.seq IN ({marks})"
-                "  UNION SELECT up.start, l.src_id FROM up JOIN memory_links AS l ON l.dst_id = up.id"
+                "  UNION SELECT up.start, l.src_id, up.newer OR l.kind = 'supersedes'"
+                "  FROM up JOIN memory_links AS l ON l.dst_id = up.id"
                 "  WHERE l.kind IN ('merges', 'summarises', 'supersedes')"
-                ") SELECT up.start, s.seq FROM up LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
+                ") SELECT up.start, s.seq, up.newer FROM up "
+                "LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
                 list(dict.fromkeys(seqs)),
             )
             passing = {row[0] for row in select_in(
                 conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
                 list({row[1] for row in chains if row[1] is not None}), params,
             )}
-            standing_for: dict[int, int | None] = {start: None for start, _ in chains}
-            for start, candidate in chains:
+            standing_for: dict[int, int | None] = {start: None for start, _, _ in chains}
+            newer_value: dict[int, bool] = {}
+            for start, candidate, newer in chains:
                 if candidate in passing and candidate > (standing_for[start] or 0):
-                    standing_for[start] = candidate
+                    standing_for[start], newer_value[start] = candidate, bool(newer)
             if terms:
-                pairs = {start: rep for start, rep in standing_for.items() if rep is not None}
-                rows = {row["seq"]: row for row in select_in(
-                    conn, "SELECT seq, kind, content FROM memories WHERE seq IN ({marks})",
-                    list({*pairs, *pairs.values()}))}
+                pairs = {start: rep for start, rep in standing_for.items()
+                         if rep is not None and not newer_value[start]}
+                contents = {row["seq"]: row["content"] for row in select_in(
+                    conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list({*pairs, *pairs.values()}))}
                 for start, rep in pairs.items():
-                    if rows[rep]["kind"] == "summary" and not (
-                        set(tokenize(rows[start]["content"])).intersection(terms) <= set(tokenize(rows[rep]["content"]))
-                    ):
+                    if not set(tokenize(contents[start])).intersection(terms) <= set(tokenize(contents[rep])):
                         standing_for[start] = None  # returned itself: it says what was asked
         return standing_for
 
