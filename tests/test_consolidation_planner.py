@@ -168,6 +168,30 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     assert plan.counts["superseded"] == 0
 
 
+@pytest.mark.parametrize(("older", "newer"), [
+    ("Bob is allergic to peanuts.", "Bob is allergic to shellfish."),  # said of a person: described
+    ("Alice is the tech lead.", "Alice is on vacation."),
+    ("My birthday is May 3.", "Our birthday is June 5."),  # whose: part of the subject
+    ("The price before tax is 40 dollars.", "The price after tax is 48 dollars."),
+    ("The speed limit in town is 30 mph.", "The speed limit out of town is 60 mph."),
+    ("The meeting is at 10am.", "The meeting is in room 4."),  # when, then where
+    ("Her birthday is May 3.", "Her birthday is June 5."),  # whose? not said
+])
+def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
+    records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
+
+
+def test_a_fact_with_an_expiry_supersedes_nothing():
+    # Once it expired, the fact it replaced would be current again, yet hidden.
+    records = [record(1, "The on-call engineer is Alice.", NOW - 3 * DAY),
+               dataclasses.replace(record(2, "The on-call engineer is Bob.", NOW - 2 * DAY), valid_until=NOW + DAY)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
+    records.append(record(3, "The on-call engineer is Cy.", NOW - DAY))
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "superseded" and "status" not in plan.updates.get("m0002", {})
+
+
 def test_shared_facts_are_not_superseded_by_each_other():
     # Each stands for several sessions: a later one is not one session's newer value.
     records = [record(1, "The beta server is degraded.", NOW - 3 * DAY, session=SHARED_SESSION, scope="global"),

@@ -233,13 +233,15 @@ def plan_consolidation(
             plan.counts["expired"] += 1
 
     # 2. supersede: only single-sentence "<subject> is <value>" facts of one session
-    # (a shared fact stands for several sessions: none of their later words replace it).
+    # (a shared fact stands for several sessions: none of their later words replace it),
+    # and never by or of a fact with an expiry: once it expired, the one it replaced
+    # would be nowhere.
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
         # supersedes them all, or a repeat of the old value would still be current.
         latest: dict[tuple[str, str, str], tuple[str, list[Record]]] = {}
         for m in live():
-            if m.kind == "summary" or m.session_id == SHARED_SESSION:
+            if m.kind == "summary" or m.session_id == SHARED_SESSION or m.valid_until is not None:
                 continue
             fact = fact_key(m.content)
             if fact is None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .fingerprint import content_hash
-from .lexical import STOPWORDS, tokenize
+from .lexical import tokenize
 from .validation import finite_number, whole_number
 
 
@@ -244,30 +244,44 @@ _FACT = re.compile(
 )
 _VAGUE_SUBJECT = frozenset(
     "i you he she it we they this that these those there here what who which how why where "
-    "when everything something nothing someone everyone".split()
+    "when everything something nothing someone everyone his her its their".split()
 )
 _NOT_A_VALUE = frozenset("not also too never still a an one just".split())
+# A value that starts with one of these says where, when or with what the subject is:
+# "at 10am" and "in room 4" are two facts about a meeting; "in Frankfurt" and "in
+# Dublin", one fact and its newer value.
+_RELATIONS = frozenset(
+    "at in on to from for with by of under over near inside outside out off into onto behind above "
+    "below between across through about".split()
+)
+_NAME = re.compile(r"[A-Z][a-z][\w'-]*")  # "Alice", "Bob's": not "CEO", not "phone"
 
 
 def fact_key(text: str) -> tuple[str, str] | None:
-    """``(subject, value)`` when ``text`` states one fact about a named subject.
+    """``(subject, value)`` when ``text`` states one fact about a named attribute:
+    ``subject`` holds every word of the subject but articles ("my birthday" is not
+    "our birthday", "price before tax" not "price after tax") and the relation a
+    value starts with ("meeting at").
 
     >>> fact_key("The deploy window is Friday 18:00")   # ':' inside: not a fact
     >>> fact_key("The deploy window is Friday evening.")
     ('deploy window', 'friday evening')
+    >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
     match = _FACT.match(text)
     if match is None:
         return None
-    subject = tokenize(match["subject"])
+    subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
     value = tokenize(match["value"])
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
         return None
-    content = [word for word in subject if word not in STOPWORDS]
+    written = [word for word in match["subject"].split() if word.lower() not in _ARTICLES]
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a
     # description, and another description of the same subject ("Dana is allergic to
     # peanuts" after "Dana is the on-call engineer this week") is a second fact, not
-    # a newer value of the first.
-    if not content or len(value) > MAX_VALUE_WORDS:
+    # a newer value of the first. So is anything said of a subject that is only a
+    # name: "Alice is on vacation" does not replace "Alice is the tech lead".
+    if len(value) > MAX_VALUE_WORDS or all(_NAME.fullmatch(word) for word in written):
         return None
-    return " ".join(content), " ".join(value)
+    relation = [value[0]] if value[0] in _RELATIONS else []
+    return " ".join(subject + relation), " ".join(value)
