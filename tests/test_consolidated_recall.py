@@ -231,8 +231,10 @@ def test_rows_read_after_search_are_filtered_again(tmp_path: Path):
 @pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["lexical", "with vectors"])
 def test_matches_a_summary_condensed_do_not_crowd_out_active_ones(tmp_path: Path, embedder):
     with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder=embedder) as mem:
-        # Short events rank above long memories; sleep condenses all fifty into one summary.
-        mem.remember_many([{"content": f"apples batch {i}", "created_at": OLD + i * 60} for i in range(50)])
+        # Short events rank above long memories; sleep condenses all fifty into one summary
+        # (tagged by letters: a number the summary does not quote would keep its event).
+        tags = [chr(97 + i // 26) + chr(97 + i % 26) for i in range(50)]
+        mem.remember_many([{"content": f"apples batch {t}", "created_at": OLD + i * 60} for i, t in enumerate(tags)])
         assert mem.sleep().summarised == 50
         lists = [mem.remember(f"grocery list {i}: bread, milk, eggs, cheese, butter, apples, rice, pasta")
                  for i in range(3)]
@@ -241,15 +243,31 @@ def test_matches_a_summary_condensed_do_not_crowd_out_active_ones(tmp_path: Path
         assert set(lists) <= {m.id for m in found}
 
 
+CITIES = """Paris Lyon Madrid Porto Vienna Prague Warsaw Krakow Dublin Cork Oslo Bergen Turin Milan Genoa
+    Seville Valencia Ghent Bruges Aarhus Odense Tallinn Riga Vilnius Sofia Zagreb Split Bern Basel Geneva""".split()
+
+
 def test_a_detail_the_summary_leaves_out_is_answered_by_the_original(mem: Mnemosyne):
+    ids = [mem.remember(f"The shipment for {city} left the Berlin warehouse on schedule", created_at=OLD + i * 60)
+           for i, city in enumerate(CITIES)]
+    assert mem.sleep().summaries == 1
+    assert mem.get(ids[17]).status == "consolidated"  # the summary quotes a few shipments, not this one
+    assert mem.recall(f"shipment {CITIES[17]}", top_k=5)[0].id == ids[17]
+    # A query the summary answers still gets the summary.
+    assert mem.recall("Berlin warehouse shipment", top_k=1)[0].kind == "summary"
+
+
+def test_a_number_the_summary_leaves_out_keeps_its_memory_in_view(mem: Mnemosyne):
     ids = [mem.remember(f"Order {1100 + i} shipped from the Berlin warehouse to customer account {5000 + 7 * i}",
                         created_at=OLD + i * 60) for i in range(30)]
     assert mem.sleep().summaries == 1
-    assert mem.get(ids[17]).status == "consolidated"  # the summary quotes a few orders, not this one
-    found = mem.recall("order 1117", top_k=5)
-    assert found[0].id == ids[17]
-    # A query the summary answers still gets the summary.
-    assert mem.recall("Berlin warehouse shipped", top_k=1)[0].kind == "summary"
+    (episode,) = mem.episodes()
+    summary = episode.summary
+    assert summary is not None
+    for i, memory_id in enumerate(ids):  # a summary stands only for orders it names
+        assert (mem.get(memory_id).status == "consolidated") == (str(1100 + i) in summary.content)
+    assert mem.get(ids[17]).status == "active"
+    assert mem.recall("order 1117", top_k=5)[0].id == ids[17]
 
 
 def test_a_word_the_kept_copy_lacks_is_answered_by_the_merged_copy(mem: Mnemosyne):

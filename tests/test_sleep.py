@@ -187,7 +187,9 @@ def test_custom_summariser_is_used_and_a_slow_one_falls_back(mem: Mnemosyne):
     summaries = [m for m in mem.recall("checkout redesign notes", top_k=10) if m.kind == "summary"]
     assert all(m.content.endswith("6 notes about the checkout redesign.") for m in summaries)
 
-    fill(mem, episodes=1)  # re-adds day-0 notes: duplicates of consolidated ones, new episode
+    for i, colour in enumerate(["amber", "blue", "coral", "denim", "ebony", "fern"]):  # a new episode
+        mem.remember(f"Later note: checked the checkout redesign, palette choice {colour}.",
+                     created_at=OLD + 5 * DAY + i * 60)
     report = mem.sleep(summariser=lambda texts: time.sleep(5) or "too late", summariser_timeout=0.2)
     assert report.summariser_fallbacks == report.summaries == 1
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import background
-from .core.consolidation import Plan, SleepPolicy, consolidation_rule, plan_consolidation
+from .core.consolidation import Plan, SleepPolicy, consolidation_rule, judge_stored_summaries, plan_consolidation
 from .core.ids import new_id
 from .core.summarise import _cut, split_header
 from .core.timeutil import from_timestamp
@@ -99,6 +99,8 @@ def run_sleep(
             if summariser is not None and any(new.kind == "summary" for new in plan.created):
                 contents, fallbacks = _summarise(
                     plan, summariser, summariser_timeout, policy, sleeper, holder)
+                judge_stored_summaries(plan, contents, policy)
+                counts = _counts(plan)
             new_ids = {new.key: new_id() for new in plan.created}
             check_stop()
             try:

@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from .dedup import DupRules, duplicate_groups, fact_key
+from .dedup import DupRules, duplicate_groups, fact_key, values, written_words
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
-from .summarise import extractive_summary, summary_header
+from .summarise import extractive_summary, split_header, summary_header
 from .validation import finite_number, whole_number
 
 DAY = 86_400.0
@@ -346,11 +346,11 @@ def plan_consolidation(
         summary = _summary(key, members, labels.get(key), policy, now, value)
         plan.created.append(summary)
         plan.counts["summaries"] += 1
-        summary_words = set(tokenize(summary.content))
+        said = summary_words(summary.content)
         for m in members:
             plan.links.append(Link(key, m.id, "summarises"))
             if value(m, "importance") < policy.keep_importance and (
-                policy.consolidate == "all" or represented(m.content, summary_words, policy)
+                policy.consolidate == "all" or represented(m.content, said, policy)
             ):
                 plan.set(m.id, status="consolidated")
                 plan.counts["summarised"] += 1
@@ -429,12 +429,47 @@ def still_stands_for(source: str, summary_words: Collection[str], rule: object) 
     return policy.consolidate == "all" or represented(source, summary_words, policy)
 
 
+def summary_words(summary: str) -> set[str]:
+    """The words a summary says, its header aside: the header's times ("18:19") are no
+    quote of a source's numbers."""
+    return set(tokenize(split_header(summary)[1]))
+
+
 def represented(content: str, summary_words: Collection[str], policy: SleepPolicy = DEFAULT_POLICY) -> bool:
-    """The summary says (nearly) everything this source says, or it says almost nothing."""
+    """The summary says (nearly) everything this source says, every number, day,
+    negation and name written with digits or symbols included ("failed with E5090"
+    is not stood for by a summary that names only E4012, nor "/etc/app/prod.yaml"
+    by "a new config file"), or the source says almost nothing."""
+    exact = set(values(content))
+    for word in written_words(content):
+        if not word.isalpha():  # a path, a version, a host, an address: said as written
+            exact.update(tokenize(word))
+    if not exact <= set(summary_words):
+        return False
     words = {w for w in tokenize(content) if w not in STOPWORDS}
     if sum(_information(w) for w in words) < policy.min_info_words:
         return True
     return len(words.intersection(summary_words)) >= policy.represented_fraction * len(words)
+
+
+def judge_stored_summaries(plan: Plan, contents: Mapping[str, str], policy: SleepPolicy) -> None:
+    """Summaries to be stored with other text than the plan's draft (``contents``, by
+    summary key: a summariser's): the sources that text does not represent stay
+    active. Judged on the draft alone, a gist would stand for details it never says."""
+    if policy.consolidate == "all":
+        return
+    for summary in plan.created:
+        text = contents.get(summary.key)
+        if summary.kind != "summary" or text is None:
+            continue
+        words = summary_words(text)
+        for source, source_text in zip(summary.sources, summary.source_texts, strict=True):
+            update = plan.updates.get(source, {})
+            if update.get("status") == "consolidated" and not represented(source_text, words, policy):
+                del update["status"]
+                if not update:
+                    del plan.updates[source]
+                plan.counts["summarised"] -= 1
 
 
 # Scripts written without spaces (Han, kana, Thai, Lao, Myanmar, Khmer): a "word" to

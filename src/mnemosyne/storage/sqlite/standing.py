@@ -19,10 +19,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
+from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for, summary_words
 from ...core.dedup import same_by_words
 from ...core.fingerprint import content_hash
-from ...core.lexical import tokenize
 from ...core.summarise import without_quotes_of
 from .rows import audit
 
@@ -143,4 +142,4 @@ def _stands_for(representative: Mapping[str, Any], original: Mapping[str, Any]) 
             return sharing_key(representative["content"]) == sharing_key(original["content"])
         return same_by_words(representative["content"], original["content"])
     rule = json.loads(representative["metadata"] or "{}").get("rule")
-    return still_stands_for(original["content"], set(tokenize(representative["content"])), rule)
+    return still_stands_for(original["content"], summary_words(representative["content"]), rule)
