@@ -134,6 +134,14 @@ def test_duplicates_are_stored_when_asked_or_when_they_differ_in_scope(mem: Mnem
         mem.remember("x", allow_duplicate="yes")
 
 
+def test_a_retry_after_sleep_made_the_first_copy_global_returns_it(mem: Mnemosyne):
+    first = mem.remember("Production deploys need two approvals from the platform team", importance=0.95)
+    mem.sleep()  # an auto_sleep between the attempt and its retry: important, so promoted
+    assert mem.get(first).scope == "global"
+    assert mem.remember("Production deploys need two approvals from the platform team", importance=0.95) == first
+    assert mem.get_stats().total == 1
+
+
 def test_the_window_is_configurable(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0.2) as mem:
         first = mem.remember("heartbeat ok")

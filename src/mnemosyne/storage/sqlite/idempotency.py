@@ -44,16 +44,20 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
         # event time given by the caller must match too. A write without one (its
         # event time is when it was recorded) repeats only a write without one.
         implicit_time = memory.created_at == memory.recorded_at
+        # A session write repeats a global memory of its own session too: sleep may
+        # have made its first copy global since (it is important). Its session still
+        # sees that copy, and nothing the write says is private.
         # Only the content hash may pick the index ("+" keeps the others from it):
         # "episode_id IS NULL" would otherwise walk every memory outside an episode.
         row = conn.execute(
-            "SELECT id FROM memories WHERE content_hash = ? AND +session_id = ? AND +scope = ? "
+            "SELECT id FROM memories WHERE content_hash = ? AND +session_id = ? "
+            "AND (+scope = ? OR (? = 'session' AND +scope = 'global')) "
             "AND +kind = ? AND +recorded_at >= ? AND +source = ? AND +importance = ? "
             "AND +metadata = ? AND +valid_until IS ? AND +episode_id IS ? "
             "AND (+created_at = ? OR (? AND +created_at = recorded_at)) ORDER BY recorded_at DESC LIMIT 1",
-            (memory.content_hash, memory.session_id, memory.scope, memory.kind, memory.dedupe_since,
-             memory.source, memory.importance, dump_json(memory.metadata), memory.valid_until,
-             memory.episode_id, memory.created_at, implicit_time),
+            (memory.content_hash, memory.session_id, memory.scope, memory.scope, memory.kind,
+             memory.dedupe_since, memory.source, memory.importance, dump_json(memory.metadata),
+             memory.valid_until, memory.episode_id, memory.created_at, implicit_time),
         ).fetchone()
         if row is not None:
             return str(row[0])
