@@ -277,3 +277,15 @@ def test_a_word_the_kept_copy_lacks_is_answered_by_the_merged_copy(mem: Mnemosyn
     assert mem.get(cut).status == "consolidated"
     assert mem.recall("budget cut", top_k=1)[0].id == cut
     assert [m.id for m in mem.recall("budget office Lisbon")] == [kept]  # the copy still stands for it
+
+
+def test_a_shared_copy_edited_into_a_symbol_variant_gives_each_session_its_own_back(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s1", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="s2", db_path=db, embedder="none") as b:
+        mine = a.remember("We build the release CLI with C# tooling", created_at=OLD)
+        b.remember("We build the release CLI with C# tooling", created_at=OLD + 5)
+        assert a.sleep().promoted == 1
+        shared = next(m for m in a.recall("release CLI tooling") if m.session_id == "mnemosyne:shared")
+        a.update(shared.id, content="We build the release CLI with C++ tooling")
+        assert a.get(mine).status == "active"

@@ -182,6 +182,22 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
 
 
+@pytest.mark.parametrize(("older", "newer"), [
+    ("The user\u2019s favourite editor is Vim for Python work", "The user's favourite editor is Vim for Python work"),
+    ("Alice said \u201cship it\u201d after the release review", 'Alice said "ship it" after the release review'),
+    ("Meeting at the cafe\u0301 near the office every week", "Meeting at the caf\u00e9 near the office every week"),
+])
+def test_two_ways_of_typing_one_text_merge(older: str, newer: str):
+    records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 3 * DAY + 60)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["merged"] == 1
+
+
+def test_a_number_said_of_a_one_word_subject_is_a_newer_value():
+    records = [record(1, "Budget is 5000.", NOW - 3 * DAY), record(2, "Budget is 7000.", NOW - 2 * DAY)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "superseded"
+
+
 def test_a_fact_with_an_expiry_supersedes_nothing():
     # Once it expired, the fact it replaced would be current again, yet hidden.
     records = [record(1, "The on-call engineer is Alice.", NOW - 3 * DAY),

@@ -232,3 +232,14 @@ def test_the_blocks_own_error_reaches_the_caller_when_the_episode_cannot_be_ende
         holder.execute("ROLLBACK")
         holder.close()
         assert [(e.label, e.closed) for e in mem.episodes() if e.label] == [("risky", False), ("fine", False)]
+
+
+def test_a_repeat_sleep_merged_stays_in_its_summarised_episode(tmp_path: Path):
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        start = time.time() - 3 * 86_400
+        for i, text in enumerate(["Started the deploy of build 42", "started the deploy of build 42",
+                                  "Smoke tests passed on staging for build 42", "Promoted build 42 to production"]):
+            mem.remember(text, created_at=start + i * 60)
+        report = mem.sleep()
+        assert (report.merged, report.summaries) == (1, 1)
+        assert [(e.size, e.summary is not None) for e in mem.episodes()] == [(4, True)]

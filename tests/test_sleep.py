@@ -194,6 +194,18 @@ def test_custom_summariser_is_used_and_a_slow_one_falls_back(mem: Mnemosyne):
     assert report.summariser_fallbacks == report.summaries == 1
 
 
+def test_sources_a_summarisers_gist_leaves_out_stay_in_view_and_a_second_sleep_changes_nothing(mem: Mnemosyne):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate([
+        "Started the v2 rollout on the staging cluster",
+        "Rollout paused after error E5090 in the payments service",
+        "Rollout resumed and finished on the staging cluster"])]
+    report = mem.sleep(summariser=lambda texts: "The v2 rollout ran on staging.")
+    assert report.summaries == 1
+    assert mem.get(ids[1]).status == "active"  # the gist never says E5090
+    assert mem.recall("error E5090", top_k=1)[0].id == ids[1]
+    assert mem.sleep(summariser=lambda texts: "unused").changed_rows == 0
+
+
 def test_bad_arguments_change_nothing(mem: Mnemosyne):
     with pytest.raises(InvalidInputError):
         mem.sleep(summariser="not callable")

@@ -485,6 +485,54 @@ def test_a_database_synced_again_after_the_other_slept_folds_what_the_summary_st
         assert not any(m.content.startswith(("Alice", "Bob")) for m in b.recall("navigation bar menu", top_k=10))
 
 
+def test_a_kept_copy_edited_here_does_not_take_in_what_the_export_merged_into_it(tmp_path: Path):
+    with Mnemosyne(session_id="s", db_path=tmp_path / "a.db") as a:
+        kept = a.remember("Our staging cluster runs on eight nodes now", created_at=NOW - 5 * DAY)
+        copy = a.remember("our staging cluster runs on eight nodes now!", created_at=NOW - 5 * DAY + 100)
+        a.export_jsonl(tmp_path / "sync1.jsonl")
+        with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as b:
+            b.import_jsonl(tmp_path / "sync1.jsonl")
+            b.update(kept, content="Our staging cluster runs on twelve nodes now")
+            assert a.sleep(policy=SleepPolicy(min_episode_size=10)).merged == 1
+            a.export_jsonl(tmp_path / "sync2.jsonl")
+            b.import_jsonl(tmp_path / "sync2.jsonl")
+            assert b.get(copy).status == "active"  # "twelve" does not say "eight"
+
+
+def test_metadata_an_older_release_stored_deeper_than_today_allows_still_moves(tmp_path: Path):
+    deep: Any = "bottom"
+    for _ in range(150):
+        deep = [deep]
+    path = write_jsonl(tmp_path / "deep.jsonl", [record(metadata={"k": deep})])
+    with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
+        assert mem.import_jsonl(path) == 1
+        assert mem.get(record()["id"]).metadata == {"k": deep}
+
+
+def test_a_bom_before_a_blank_line_or_alone_is_read_as_nothing_more(tmp_path: Path):
+    bom_blank = tmp_path / "bom-blank.jsonl"
+    bom_blank.write_text("\ufeff\n" + json.dumps(record()) + "\n", encoding="utf-8")
+    bom_only = tmp_path / "bom-only.jsonl"
+    bom_only.write_text("\ufeff", encoding="utf-8")
+    with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
+        assert mem.import_jsonl(bom_blank) == 1
+        with pytest.raises(InvalidInputError, match="is empty"):
+            mem.import_jsonl(bom_only)
+
+
+def test_the_wal_of_a_database_opened_through_a_symlink_is_no_export_target(tmp_path: Path):
+    real = tmp_path / "real" / "m.db"
+    real.parent.mkdir()
+    link = tmp_path / "link.db"
+    with Mnemosyne(session_id="s", db_path=real) as mem:
+        mem.remember("kept safe")
+    link.symlink_to(real)
+    with Mnemosyne(session_id="s", db_path=link) as mem:
+        with pytest.raises(InvalidInputError, match="this database"):
+            mem.export_jsonl(f"{real}-wal")
+        assert mem.recall("kept safe")
+
+
 def link(**fields: Any) -> dict[str, Any]:
     base = {"type": "link", "src_id": "0190aaaa-0000-7000-8000-000000000002",
             "dst_id": "0190aaaa-0000-7000-8000-000000000001", "kind": "summarises",

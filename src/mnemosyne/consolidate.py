@@ -99,7 +99,7 @@ def run_sleep(
             if summariser is not None and any(new.kind == "summary" for new in plan.created):
                 contents, fallbacks = _summarise(
                     plan, summariser, summariser_timeout, policy, sleeper, holder)
-                judge_stored_summaries(plan, contents, policy)
+                judge_stored_summaries(plan, contents, snapshot.records, started if now is None else now, policy)
                 counts = _counts(plan)
             new_ids = {new.key: new_id() for new in plan.created}
             check_stop()

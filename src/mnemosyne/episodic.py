@@ -5,6 +5,7 @@ Mixed into :class:`mnemosyne.Mnemosyne`; every method here is public API.
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import dataclasses
 import logging
@@ -134,10 +135,7 @@ class EpisodicMixin:
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
         summaries = self._episodic.summaries_of(self.session_id, [m.id for m, _ in rows])
-        # The events one summary condensed are the episode sleep found (by its own
-        # policy's gap, among the session's own events): they stay one episode here,
-        # so every summary is reached, whatever else falls between them.
-        grouped_by = {event_id: summary.id for event_id, summary in summaries.items()}
+        grouped_by = _summarised_episodes(rows, summaries)
         summarised = set(grouped_by.values())
         events = [_Event(m.id, m.session_id, m.created_at.timestamp(), ep or grouped_by.get(m.id)) for m, ep in rows]
         explicit = self._episodic.episode_rows(session)
@@ -172,4 +170,31 @@ class EpisodicMixin:
     @staticmethod
     def _check_context(context: object) -> int:
         return check_whole(context, "context", 0, 50)
+
+
+def _summarised_episodes(rows: list[tuple[Memory, str | None]], summaries: dict[str, Memory]) -> dict[str, str]:
+    """Event id -> the id of the summary whose episode it is in.
+
+    The events one summary condensed are the episode sleep found (by its own policy's
+    gap, among the session's own events): they stay one episode, so every summary is
+    reached, whatever else falls between them. So does a repeat that sleep merged
+    into one of them, within their time span: it is linked to its kept copy, not to
+    the summary.
+    """
+    grouped = {event_id: summary.id for event_id, summary in summaries.items()}
+    spans: dict[str, tuple[float, float]] = {}
+    for memory, _ in rows:
+        if memory.id in grouped:
+            at = memory.created_at.timestamp()
+            first, last = spans.get(grouped[memory.id], (at, at))
+            spans[grouped[memory.id]] = (min(first, at), max(last, at))
+    ordered = sorted((first, last, key) for key, (first, last) in spans.items())
+    starts = [first for first, _, _ in ordered]
+    for memory, episode_id in rows:
+        if episode_id is None and memory.id not in grouped and memory.status != "active":
+            at = memory.created_at.timestamp()
+            i = bisect.bisect_right(starts, at) - 1
+            if i >= 0 and at <= ordered[i][1]:
+                grouped[memory.id] = ordered[i][2]
+    return grouped
 

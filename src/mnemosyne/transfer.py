@@ -214,7 +214,7 @@ def read_jsonl(path: Path) -> Export:
         if end is not None:
             raise InvalidInputError(f"{path}:{number} follows the end line ({end}); nothing was imported")
         try:
-            record = json.loads(line.removeprefix("\ufeff") if first else line)  # a BOM some editors add
+            record = json.loads(line)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
             raise InvalidInputError(f"{path}:{number} is not valid JSON: {exc}") from exc
         if version >= 3 and isinstance(record, dict) and record.get("type") == "end":
@@ -251,7 +251,7 @@ def read_jsonl(path: Path) -> Export:
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # "-sig": a BOM some editors add goes
             yield from enumerate(handle, start=1)
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
@@ -325,7 +325,7 @@ class _Reader:
             content_hash=content_hash(content),
             source=check_label(values["source"], "source"),
             importance=check_importance(values["importance"]),
-            metadata=check_metadata(values["metadata"]),
+            metadata=check_metadata(values["metadata"], max_depth=None),  # stored once: it moves as it is
             created_at=to_timestamp(values["created_at"], "created_at"),
             recorded_at=to_timestamp(values["recorded_at"], "recorded_at"),
             valid_until=optional_timestamp(values["valid_until"], "valid_until"),

@@ -357,11 +357,7 @@ def plan_consolidation(
 
     # 6. decay and reinforce what is still active
     for m in live():
-        merged = Record(**{**_fields(m), **plan.updates.get(m.id, {})})
-        target = strength(merged, now, policy)
-        if abs(target - m.strength) >= policy.strength_step:
-            plan.set(m.id, strength=target)
-            plan.counts["decayed" if target < m.strength else "reinforced"] += 1
+        _decay(plan, m, now, policy)
 
     # Drop no-op updates so "changed rows" means rows that really change.
     for memory_id in list(plan.updates):
@@ -452,12 +448,16 @@ def represented(content: str, summary_words: Collection[str], policy: SleepPolic
     return len(words.intersection(summary_words)) >= policy.represented_fraction * len(words)
 
 
-def judge_stored_summaries(plan: Plan, contents: Mapping[str, str], policy: SleepPolicy) -> None:
+def judge_stored_summaries(
+    plan: Plan, contents: Mapping[str, str], memories: Sequence[Record], now: float, policy: SleepPolicy
+) -> None:
     """Summaries to be stored with other text than the plan's draft (``contents``, by
     summary key: a summariser's): the sources that text does not represent stay
-    active. Judged on the draft alone, a gist would stand for details it never says."""
+    active, and decay as the plan's active memories do. Judged on the draft alone, a
+    gist would stand for details it never says."""
     if policy.consolidate == "all":
         return
+    by_id = {m.id: m for m in memories}
     for summary in plan.created:
         text = contents.get(summary.key)
         if summary.kind != "summary" or text is None:
@@ -470,6 +470,16 @@ def judge_stored_summaries(plan: Plan, contents: Mapping[str, str], policy: Slee
                 if not update:
                     del plan.updates[source]
                 plan.counts["summarised"] -= 1
+                _decay(plan, by_id[source], now, policy)
+
+
+def _decay(plan: Plan, m: Record, now: float, policy: SleepPolicy) -> None:
+    """Plan ``m``'s new strength, if it moved by a step or more."""
+    merged = Record(**{**_fields(m), **plan.updates.get(m.id, {})})
+    target = strength(merged, now, policy)
+    if abs(target - m.strength) >= policy.strength_step:
+        plan.set(m.id, strength=target)
+        plan.counts["decayed" if target < m.strength else "reinforced"] += 1
 
 
 # Scripts written without spaces (Han, kana, Thai, Lao, Myanmar, Khmer): a "word" to

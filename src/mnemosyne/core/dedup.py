@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,13 +67,17 @@ _VALUE_WORDS = frozenset(
 )
 # Ignored when comparing the words two texts are written with.
 _ARTICLES = frozenset({"a", "an", "the"})
-_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}"
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}«»‹›“”„‘’‚…¡¿"
+_TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})  # "user’s" is "user's"
 
 
 def written_words(text: str) -> list[str]:
     """The words of ``text`` as written, lower-cased, with the punctuation around them
-    dropped and symbols inside kept: "C#", "+5", "alice@example.com"."""
-    return [w for w in (word.strip(_EDGE_PUNCTUATION).lower() for word in text.split()) if w]
+    dropped and symbols inside kept: "C#", "+5", "alice@example.com". Composed
+    ("é", not "e" + "´") and with typographic apostrophes made plain, so two ways of
+    typing one text are one wording."""
+    plain = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHIC)
+    return [w for w in (word.strip(_EDGE_PUNCTUATION).lower() for word in plain.split()) if w]
 
 
 def values(text: str) -> tuple[str, ...]:
@@ -279,9 +284,12 @@ def fact_key(text: str) -> tuple[str, str] | None:
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a
     # description, and another description of the same subject ("Dana is allergic to
     # peanuts" after "Dana is the on-call engineer this week") is a second fact, not
-    # a newer value of the first. So is anything said of a subject that is only a
-    # name: "Alice is on vacation" does not replace "Alice is the tech lead".
-    if len(value) > MAX_VALUE_WORDS or all(_NAME.fullmatch(word) for word in written):
+    # a newer value of the first. So is anything but a number said of a subject
+    # that reads as a name: "Alice is on vacation" does not replace "Alice is the
+    # tech lead". (A capital starts every sentence: "Budget is 5000" is a fact, and
+    # so is "Alice is 34".)
+    named = all(_NAME.fullmatch(word) for word in written)
+    if len(value) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
     return " ".join(subject + relation), " ".join(value)

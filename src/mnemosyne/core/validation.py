@@ -117,25 +117,33 @@ def check_label(value: object, name: str) -> str:
     return check_text(value, name)
 
 
-def check_metadata(metadata: object) -> dict[str, Any]:
+def check_metadata(metadata: object, max_depth: int | None = MAX_METADATA_DEPTH) -> dict[str, Any]:
     """Metadata must be a JSON object whose content round-trips exactly, nested at
-    most ``MAX_METADATA_DEPTH`` deep."""
+    most ``max_depth`` deep (None: as deep as JSON itself can go here, for metadata
+    an older release stored deeper)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-    if _depth(metadata) > MAX_METADATA_DEPTH:
-        raise InvalidInputError(f"metadata is nested more than {MAX_METADATA_DEPTH} deep; flatten it")
+    if max_depth is not None and _depth(metadata, max_depth) > max_depth:
+        raise InvalidInputError(f"metadata is nested more than {max_depth} deep; flatten it")
+    too_deep = "metadata is nested too deep to store; flatten it"
     try:
         text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except RecursionError as exc:
+        raise InvalidInputError(too_deep) from exc
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(
             f"metadata must be JSON-serialisable (str keys; str, number, bool, None, list, "
             f"dict values; no NaN): {exc}"
         ) from exc
     check_text(text, "metadata")
-    loaded: dict[str, Any] = json.loads(text)
-    if loaded != metadata:
+    try:
+        loaded: dict[str, Any] = json.loads(text)
+        same = loaded == metadata
+    except RecursionError as exc:
+        raise InvalidInputError(too_deep) from exc
+    if not same:
         # e.g. int keys silently become strings, tuples become lists: refuse rather
         # than hand back something different from what was stored.
         raise InvalidInputError(
@@ -145,8 +153,9 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     return loaded
 
 
-def _depth(value: object) -> int:
-    """How deep dicts and lists nest in ``value`` (a scalar is 0), without recursion."""
+def _depth(value: object, enough: int) -> int:
+    """How deep dicts and lists nest in ``value`` (a scalar is 0), without recursion;
+    past ``enough``, the walk stops."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
@@ -154,7 +163,7 @@ def _depth(value: object) -> int:
         if children is None:
             continue
         deepest = max(deepest, level)
-        if level > MAX_METADATA_DEPTH:  # deep enough to refuse: stop walking
+        if level > enough:
             return level
         stack.extend((child, level + 1) for child in children)
     return deepest

@@ -78,8 +78,10 @@ def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest
 
 
 def database_files(database: Path) -> set[Path]:
-    """The database file and the files SQLite keeps beside it, resolved."""
-    return {database.with_name(database.name + suffix).resolve() for suffix in ("", "-wal", "-shm", "-journal")}
+    """The database file and the files SQLite keeps beside it: beside the file a
+    symlink leads to, where SQLite keeps them."""
+    real = database.resolve()
+    return {real.with_name(real.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
 
 
 def check_backup_target(source: Path, target: Path) -> None:

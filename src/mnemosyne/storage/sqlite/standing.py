@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for, summary_words
-from ...core.dedup import same_by_words
+from ...core.dedup import same_by_words, same_wording, written_words
 from ...core.fingerprint import content_hash
 from ...core.summarise import without_quotes_of
 from .rows import audit
@@ -103,7 +103,7 @@ def release_changed(conn: sqlite3.Connection, memory_id: str, reason: str) -> No
         "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
         "WHERE l.src_id = ? AND l.kind = 'merges'", (memory_id,)
     ).fetchall():
-        if not _stands_for({"kind": "merges", **kept}, copy):
+        if not stands_for({"kind": "merges", **kept}, copy):
             conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'merges'",
                          (memory_id, copy["id"]))
     reinstate(conn, originals, reason)
@@ -128,18 +128,19 @@ def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) 
             f"JOIN memories AS m ON m.id = l.src_id WHERE l.dst_id = ? AND l.kind IN {_STANDING}",
             (memory_id,),
         ).fetchall()
-        if not any(_stands_for(link, original) for link in standing):
+        if not any(stands_for(link, original) for link in standing):
             conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (now, memory_id))
             audit(conn, "update", memory_id, original["session_id"], {"fields": ["status"], "reason": reason})
 
 
-def _stands_for(representative: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
+def stands_for(representative: Mapping[str, Any], original: Mapping[str, Any]) -> bool:
     """Whether ``representative``, as it reads now, is what sleep would still fold
     ``original`` into: the same words for a copy (the very same, across sessions),
     or a summary saying it by the rule of the sleep that made it."""
     if representative["kind"] == "merges":
         if representative["session_id"] != original["session_id"]:  # a shared or global copy
-            return sharing_key(representative["content"]) == sharing_key(original["content"])
+            return sharing_key(representative["content"]) == sharing_key(original["content"]) and same_wording(
+                written_words(representative["content"]), written_words(original["content"]))
         return same_by_words(representative["content"], original["content"])
     rule = json.loads(representative["metadata"] or "{}").get("rule")
     return still_stands_for(original["content"], summary_words(representative["content"]), rule)

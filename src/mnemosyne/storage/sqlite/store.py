@@ -40,6 +40,7 @@ from .standing import (
     reinstate,
     release_changed,
     sharing_memories_of,
+    stands_for,
     unquote,
     unquote_summary,
     unshared_keys,
@@ -352,6 +353,13 @@ class SQLiteStore(VectorRows):
             exported = held.get(link["dst_id"])
             if exported is None or exported.status not in ("consolidated", "superseded"):
                 continue
+            if link["kind"] != "supersedes":  # what stands for it must, as it reads here
+                representative = conn.execute(
+                    "SELECT session_id, content, metadata FROM memories WHERE id = ?", (link["src_id"],)
+                ).fetchone()
+                original = {"session_id": exported.session_id, "content": exported.content}
+                if not stands_for({**dict(representative), "kind": link["kind"]}, original):
+                    continue
             changed = conn.execute(
                 "UPDATE memories SET status = ?, updated_at = ? "
                 "WHERE id = ? AND status = 'active' AND content_hash = ?",
