@@ -36,7 +36,7 @@ from .dedup import DupRules, duplicate_groups, fact_key, values, written_words
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
-from .summarise import extractive_summary, split_header, summary_header
+from .summarise import extractive_summary, split_header, split_sentences, summary_header
 from .validation import finite_number, whole_number
 
 DAY = 86_400.0
@@ -82,12 +82,12 @@ class SleepPolicy:
     summary_max_sentences: int = 8
     keep_importance: float = 0.8  # sources this important stay active beside the summary
     # Which summarised sources leave default recall: "represented" ones (the summary
-    # holds most of their words, or they carry fewer than min_info_words: "Thanks!",
-    # "Wow"), or "all" of them. Sources left active are still linked from the summary.
-    # Two words can be a whole fact ("Bob resigned."), and summaries quote only
-    # longer sentences: such a source stays active unless the summary says it.
+    # quotes each of their sentences that carries min_info_words or more, or a
+    # number, word for word: "Thanks!" and "Wow" need no quote), or "all" of them.
+    # Sources left active are still linked from the summary. Two words can be a
+    # whole fact ("Bob resigned."), and summaries quote only longer sentences: such a
+    # source stays active unless the summary says it.
     consolidate: str = "represented"
-    represented_fraction: float = 0.6
     min_info_words: int = 2
     duplicates: DupRules = field(default_factory=DupRules)
     promote_recurring: bool = True  # a text repeated in >= 2 sessions is shared as a new global memory
@@ -99,7 +99,7 @@ class SleepPolicy:
     def __post_init__(self) -> None:
         # A NaN would make every comparison in the planner false without a word.
         for name in ("episode_gap", "summarise_after", "abandoned_after", "keep_importance",
-                     "represented_fraction", "half_life_days", "strength_step", "promote_importance"):
+                     "half_life_days", "strength_step", "promote_importance"):
             value = getattr(self, name)
             if name == "promote_importance" and value is None:
                 continue
@@ -277,8 +277,10 @@ def plan_consolidation(
             return True
         if a.valid_until is not None or b.valid_until is not None:
             return False  # a copy in another's keeping could outlive its valid_until
+        if shared_as(anchor) in unshared:  # forgotten as shared: never folded across sessions again
+            return False
         to_share = a.scope != "global" and b.scope != "global"  # a new shared memory would hold them
-        if to_share and (not policy.promote_recurring or shared_as(anchor) in unshared):
+        if to_share and not policy.promote_recurring:
             return False
         return shared_as(anchor) == shared_as(item)
 
@@ -346,11 +348,10 @@ def plan_consolidation(
         summary = _summary(key, members, labels.get(key), policy, now, value)
         plan.created.append(summary)
         plan.counts["summaries"] += 1
-        said = summary_words(summary.content)
         for m in members:
             plan.links.append(Link(key, m.id, "summarises"))
             if value(m, "importance") < policy.keep_importance and (
-                policy.consolidate == "all" or represented(m.content, said, policy)
+                policy.consolidate == "all" or represented(m.content, summary.content, policy)
             ):
                 plan.set(m.id, status="consolidated")
                 plan.counts["summarised"] += 1
@@ -403,7 +404,7 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
     )
 
 
-_RULE_FIELDS = ("consolidate", "represented_fraction", "min_info_words")
+_RULE_FIELDS = ("consolidate", "min_info_words")
 
 
 def consolidation_rule(policy: SleepPolicy) -> dict[str, Any]:
@@ -412,40 +413,37 @@ def consolidation_rule(policy: SleepPolicy) -> dict[str, Any]:
     return {name: getattr(policy, name) for name in _RULE_FIELDS}
 
 
-def still_stands_for(source: str, summary_words: Collection[str], rule: object) -> bool:
-    """Whether a summary, now holding ``summary_words``, still stands for ``source``
-    under ``rule`` (a :func:`consolidation_rule`; the defaults if it is not one: a
-    summary's metadata can be edited)."""
+def still_stands_for(source: str, summary: str, rule: object) -> bool:
+    """Whether a summary, now reading ``summary``, still stands for ``source`` under
+    ``rule`` (a :func:`consolidation_rule`; the defaults if it is not one: a
+    summary's metadata can be edited). Fields of older releases' rules are passed over."""
     policy = DEFAULT_POLICY
-    if isinstance(rule, Mapping) and set(rule) <= set(_RULE_FIELDS):
+    if isinstance(rule, Mapping):
         try:
-            policy = dataclasses.replace(DEFAULT_POLICY, **rule)
+            policy = dataclasses.replace(DEFAULT_POLICY, **{k: v for k, v in rule.items() if k in _RULE_FIELDS})
         except InvalidInputError:
             pass
-    return policy.consolidate == "all" or represented(source, summary_words, policy)
+    return policy.consolidate == "all" or represented(source, summary, policy)
 
 
-def summary_words(summary: str) -> set[str]:
-    """The words a summary says, its header aside: the header's times ("18:19") are no
-    quote of a source's numbers."""
-    return set(tokenize(split_header(summary)[1]))
-
-
-def represented(content: str, summary_words: Collection[str], policy: SleepPolicy = DEFAULT_POLICY) -> bool:
-    """The summary says (nearly) everything this source says, every number, day,
-    negation and name written with digits or symbols included ("failed with E5090"
-    is not stood for by a summary that names only E4012, nor "/etc/app/prod.yaml"
-    by "a new config file"), or the source says almost nothing."""
-    exact = set(values(content))
-    for word in written_words(content):
-        if not word.isalpha():  # a path, a version, a host, an address: said as written
-            exact.update(tokenize(word))
-    if not exact <= set(summary_words):
-        return False
-    words = {w for w in tokenize(content) if w not in STOPWORDS}
-    if sum(_information(w) for w in words) < policy.min_info_words:
-        return True
-    return len(words.intersection(summary_words)) >= policy.represented_fraction * len(words)
+def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY) -> bool:
+    """Whether ``summary`` quotes, word for word, every sentence of this source that
+    says something: one with ``min_info_words`` words that are no stopwords, or a
+    number, day, negation or name written with digits or symbols. Quoted, not just
+    holding the same words: "turned on" does not stand for "turned off", "Alice owes
+    Bob" for "Bob owes Alice", nor a "not" said elsewhere for this one. Case, spacing
+    and the punctuation around words aside; the summary's header (its times) is no
+    quote."""
+    said = f" {' '.join(written_words(split_header(summary)[1]))} "
+    for sentence in split_sentences(content):
+        words = written_words(sentence)
+        informative = {w for w in tokenize(sentence) if w not in STOPWORDS}
+        exact = values(sentence) or not all(word.isalpha() for word in words)
+        if not exact and sum(_information(w) for w in informative) < policy.min_info_words:
+            continue  # "Thanks!", "Wow": says almost nothing
+        if f" {' '.join(words)} " not in said:
+            return False
+    return True
 
 
 def judge_stored_summaries(
@@ -462,10 +460,9 @@ def judge_stored_summaries(
         text = contents.get(summary.key)
         if summary.kind != "summary" or text is None:
             continue
-        words = summary_words(text)
         for source, source_text in zip(summary.sources, summary.source_texts, strict=True):
             update = plan.updates.get(source, {})
-            if update.get("status") == "consolidated" and not represented(source_text, words, policy):
+            if update.get("status") == "consolidated" and not represented(source_text, text, policy):
                 del update["status"]
                 if not update:
                     del plan.updates[source]

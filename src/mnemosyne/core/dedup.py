@@ -59,15 +59,23 @@ def word_set(text: str) -> frozenset[str]:
 # Words that state a value: two texts that differ in one of them say different things
 # however alike they read ("two kids" / "three kids", "on Monday" / "on Tuesday").
 _VALUE_WORDS = frozenset(
-    """zero one two three four five six seven eight nine ten eleven twelve twenty thirty
-    forty fifty hundred thousand million first second third fourth fifth half once twice
+    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
+    eighty ninety hundred thousand million billion trillion dozen first second third fourth
+    fifth sixth seventh eighth ninth tenth half quarter once twice thrice
     monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december yesterday today tomorrow
-    not never no none nor nothing nobody neither cannot t""".split()  # t: "don't" is "don" + "t"
+    not never no none nor nothing nobody neither cannot t
+    nicht kein keine keinen keiner keinem nein nie niemals nichts
+    non pas jamais rien aucun aucune personne
+    nunca nada ningún ninguna ninguno tampoco
+    mai nessuno niente nessuna""".split()  # t: "don't" is "don" + "t"
 )
 # Ignored when comparing the words two texts are written with.
 _ARTICLES = frozenset({"a", "an", "the"})
-_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}«»‹›“”„‘’‚…¡¿"
+# "!" and "?" end a sentence, but a leading "!" is a negation in code: "!user.isAdmin".
+_LEADING_PUNCTUATION = ".,;:\"'()[]{}«»‹›“”„‘’‚…¡¿"
+_TRAILING_PUNCTUATION = _LEADING_PUNCTUATION + "!?"
 _TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})  # "user’s" is "user's"
 
 
@@ -77,7 +85,8 @@ def written_words(text: str) -> list[str]:
     ("é", not "e" + "´") and with typographic apostrophes made plain, so two ways of
     typing one text are one wording."""
     plain = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHIC)
-    return [w for w in (word.strip(_EDGE_PUNCTUATION).lower() for word in plain.split()) if w]
+    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in plain.split())
+    return [w for w in words if w]
 
 
 def values(text: str) -> tuple[str, ...]:
@@ -164,28 +173,43 @@ def duplicate_groups(
 
 
 def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
-    """Whether sleep's word rule would merge ``copy`` into ``kept`` (vectors aside)."""
+    """Whether sleep's word rule would merge ``copy`` and ``kept`` (vectors aside),
+    whichever of them came first."""
     if content_hash(kept) == content_hash(copy):
         return True
     a, b = word_set(kept), word_set(copy)
+    kept_words, copy_words = written_words(kept), written_words(copy)
     return (
         len(b) >= rules.min_tokens and values(kept) == values(copy) and _lexical_duplicate(a, b, rules)
-        and same_wording(written_words(kept), written_words(copy))
+        and (same_wording(kept_words, copy_words) or same_wording(copy_words, kept_words))
     )
 
 
-def same_wording(a: Sequence[str], b: Sequence[str]) -> bool:
-    """Whether two texts' written words (see ``written_words``) could say one thing:
-    not one word swapped for another ("Carol approved the budget" is not "Alice
-    approved the budget", nor "30 seconds" "30 minutes", "before the deploy" "after
-    the deploy", "C#" "C++"), and the words they share in the same order ("pass
-    locally but fail in CI" is not "fail locally but pass in CI"). One text may add
-    words to the other; each bringing its own is two things said. Vectors alike
-    above 0.95 are mostly such one-word swaps, so this holds for them too."""
-    shared = set(a) & set(b)
-    if (set(a) - shared - _ARTICLES) and (set(b) - shared - _ARTICLES):
+def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
+    """Whether two texts' written words (see ``written_words``; articles aside) could
+    say one thing, the later one saying it again:
+
+    - no word swapped for another ("Carol approved the budget" is not "Alice
+      approved the budget", nor "30 seconds" "30 minutes", "before the deploy"
+      "after the deploy", "C#" "C++");
+    - nothing dropped by the later one (a list that lost an item is news);
+    - words added only before or after the whole of the other ("As I said, ..."):
+      one inside it qualifies it ("the former team lead", "only on Linux").
+
+    Vectors alike above 0.95 are mostly texts that differ so little, so this holds
+    for them too.
+    """
+    a = [w for w in earlier if w not in _ARTICLES]
+    b = [w for w in later if w not in _ARTICLES]
+    if set(a) - set(b):
         return False
-    return [w for w in a if w in shared] == [w for w in b if w in shared]
+    return _contains_run(b, a)
+
+
+def _contains_run(longer: list[str], run: list[str]) -> bool:
+    """Whether ``run`` appears in ``longer`` as one unbroken stretch."""
+    n = len(run)
+    return any(longer[i : i + n] == run for i in range(len(longer) - n + 1))
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
@@ -259,6 +283,8 @@ _RELATIONS = frozenset(
     "at in on to from for with by of under over near inside outside out off into onto behind above "
     "below between across through about".split()
 )
+_CLAUSE = frozenset("that which who whose where when".split())
+_VERBS = frozenset("is are was were".split())
 _NAME = re.compile(r"[A-Z][a-z][\w'-]*")  # "Alice", "Bob's": not "CEO", not "phone"
 
 
@@ -279,6 +305,8 @@ def fact_key(text: str) -> tuple[str, str] | None:
     subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
     value = tokenize(match["value"])
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
+        return None
+    if subject[-1] in _CLAUSE or _VERBS.intersection(value):  # "The service that is down is auth."
         return None
     written = [word for word in match["subject"].split() if word.lower() not in _ARTICLES]
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a

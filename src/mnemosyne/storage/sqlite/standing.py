@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for, summary_words
+from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
 from ...core.dedup import same_by_words, same_wording, written_words
 from ...core.fingerprint import content_hash
 from ...core.summarise import without_quotes_of
@@ -139,8 +139,10 @@ def stands_for(representative: Mapping[str, Any], original: Mapping[str, Any]) -
     or a summary saying it by the rule of the sleep that made it."""
     if representative["kind"] == "merges":
         if representative["session_id"] != original["session_id"]:  # a shared or global copy
+            # Across sessions only the very same wording is shared.
+            shared, own = written_words(representative["content"]), written_words(original["content"])
             return sharing_key(representative["content"]) == sharing_key(original["content"]) and same_wording(
-                written_words(representative["content"]), written_words(original["content"]))
+                shared, own) and same_wording(own, shared)
         return same_by_words(representative["content"], original["content"])
     rule = json.loads(representative["metadata"] or "{}").get("rule")
-    return still_stands_for(original["content"], summary_words(representative["content"]), rule)
+    return still_stands_for(original["content"], representative["content"], rule)
