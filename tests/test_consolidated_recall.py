@@ -201,6 +201,17 @@ def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne)
     assert mem.recall("staging port") == []
 
 
+def test_a_correction_edited_to_another_subject_makes_the_old_value_current_again(mem: Mnemosyne):
+    old = mem.remember("The primary on-call engineer is Dana.", created_at=OLD)
+    new = mem.remember("The primary on-call engineer is Eve.", created_at=OLD + DAY)
+    assert mem.sleep().superseded == 1
+    mem.update(new, content="The backup on-call engineer is Eve.")
+    assert mem.get(old).status == "active"
+    assert mem.recall("primary on-call engineer", top_k=1)[0].id == old
+    mem.update(new, content="The primary on-call engineer is Eve.")  # a newer value again: the next sleep says so
+    assert mem.sleep().superseded == 1 and mem.get(old).status == "superseded"
+
+
 def test_a_representative_failing_the_filters_gives_way_to_the_original(mem: Mnemosyne):
     ids, summary = summarised_meeting(mem)
 

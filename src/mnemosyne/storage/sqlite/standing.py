@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
-from ...core.dedup import same_by_words, same_wording, written_words
+from ...core.dedup import fact_key, same_by_words, same_wording, written_words
 from ...core.fingerprint import content_hash
 from ...core.summarise import without_quotes_of
 from .rows import audit
@@ -98,6 +98,7 @@ def release_changed(conn: sqlite3.Connection, memory_id: str, reason: str) -> No
     merged into it (a shared memory edited into other text holds nobody's note), and
     whatever it stood for and no longer says comes back."""
     kept = conn.execute("SELECT session_id, content FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    _release_other_subjects(conn, memory_id, kept["content"], reason)
     originals = originals_of(conn, memory_id)
     for copy in conn.execute(
         "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
@@ -107,6 +108,24 @@ def release_changed(conn: sqlite3.Connection, memory_id: str, reason: str) -> No
             conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'merges'",
                          (memory_id, copy["id"]))
     reinstate(conn, originals, reason)
+
+
+def _release_other_subjects(conn: sqlite3.Connection, memory_id: str, text: str, reason: str) -> None:
+    """The values ``memory_id`` superseded of a subject it no longer states (it now
+    reads ``text``) are current again: "The backup on-call engineer is Eve." is no
+    newer value of "The primary on-call engineer is Dana."."""
+    fact = fact_key(text)
+    for old in conn.execute(
+        "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'supersedes' AND m.status = 'superseded'", (memory_id,)
+    ).fetchall():
+        old_fact = fact_key(old["content"])
+        if fact is not None and old_fact is not None and fact[0] == old_fact[0]:
+            continue
+        conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'supersedes'",
+                     (memory_id, old["id"]))
+        conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (time.time(), old["id"]))
+        audit(conn, "update", old["id"], old["session_id"], {"fields": ["status"], "reason": reason})
 
 
 def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) -> None:
