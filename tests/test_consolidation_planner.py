@@ -188,6 +188,15 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
 
 
+def test_a_speaker_saying_it_again_with_a_lead_in_merges():
+    records = [record(0, "Caroline: I went to the support group yesterday and it was so powerful.", NOW - 3 * DAY),
+               record(1, "Caroline: As I said, I went to the support group yesterday and it was so powerful!!",
+                      NOW - 3 * DAY + 60),
+               record(2, "Melanie: I went to the support group yesterday and it was so powerful.", NOW - 3 * DAY + 90)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "consolidated" and plan.counts["merged"] == 1
+
+
 @pytest.mark.parametrize(("older", "newer"), [
     ("The user\u2019s favourite editor is Vim for Python work", "The user's favourite editor is Vim for Python work"),
     ("Alice said \u201cship it\u201d after the release review", 'Alice said "ship it" after the release review'),

@@ -76,6 +76,7 @@ _ARTICLES = frozenset({"a", "an", "the"})
 # "!" and "?" end a sentence, but a leading "!" is a negation in code: "!user.isAdmin".
 _LEADING_PUNCTUATION = ".,;:\"'()[]{}«»‹›“”„‘’‚…¡¿"
 _TRAILING_PUNCTUATION = _LEADING_PUNCTUATION + "!?"
+_LABEL = re.compile(r"\s*([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*)?):\s")  # a speaker or a role
 _TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})  # "user’s" is "user's"
 
 
@@ -83,10 +84,14 @@ def written_words(text: str) -> list[str]:
     """The words of ``text`` as written, lower-cased, with the punctuation around them
     dropped and symbols inside kept: "C#", "+5", "alice@example.com". Composed
     ("é", not "e" + "´") and with typographic apostrophes made plain, so two ways of
-    typing one text are one wording."""
+    typing one text are one wording. A leading label ("Caroline: ...", "user: ...")
+    is one word ending in ":", apart from what it labels."""
     plain = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHIC)
-    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in plain.split())
-    return [w for w in words if w]
+    label = _LABEL.match(plain)
+    head = [label[1].lower() + ":"] if label else []
+    rest = plain[label.end():] if label else plain
+    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in rest.split())
+    return head + [w for w in words if w]
 
 
 def values(text: str) -> tuple[str, ...]:
@@ -193,14 +198,17 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
       approved the budget", nor "30 seconds" "30 minutes", "before the deploy"
       "after the deploy", "C#" "C++");
     - nothing dropped by the later one (a list that lost an item is news);
-    - words added only before or after the whole of the other ("As I said, ..."):
-      one inside it qualifies it ("the former team lead", "only on Linux").
+    - words added only before or after the whole of the other ("As I said, ...",
+      after a speaker's label too): one inside it qualifies it ("the former team
+      lead", "only on Linux").
 
     Vectors alike above 0.95 are mostly texts that differ so little, so this holds
     for them too.
     """
     a = [w for w in earlier if w not in _ARTICLES]
     b = [w for w in later if w not in _ARTICLES]
+    if a[:1] == b[:1] and a[:1] and a[0].endswith(":"):  # one speaker: what each says
+        a, b = a[1:], b[1:]
     if set(a) - set(b):
         return False
     return _contains_run(b, a)
