@@ -439,6 +439,12 @@ def test_a_memory_that_expires_is_left_out_of_summaries():
     assert plan.updates["m0000"]["status"] == "consolidated"
 
 
+def test_a_speakers_turn_quoted_inside_a_summary_is_represented():
+    summary = HEADER + "Melanie: The race was fun. Caroline: I went to the support group yesterday."
+    assert represented("Caroline: I went to the support group yesterday.", summary)
+    assert not represented("Caroline: I went to the support group today.", summary)
+
+
 def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():
     assert not represented("鲍勃辞职了。", "")  # "Bob resigned.": one token, a whole sentence
     assert represented("好的", "") and represented("ok", "")  # "OK"

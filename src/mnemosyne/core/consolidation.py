@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from .dedup import DupRules, duplicate_groups, fact_key, values, written_words
+from .dedup import DupRules, duplicate_groups, fact_key, quoted_words, values
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
@@ -434,9 +434,9 @@ def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY
     Bob" for "Bob owes Alice", nor a "not" said elsewhere for this one. Case, spacing
     and the punctuation around words aside; the summary's header (its times) is no
     quote."""
-    said = f" {' '.join(written_words(split_header(summary)[1]))} "
+    said = f" {' '.join(quoted_words(split_header(summary)[1]))} "
     for sentence in split_sentences(content):
-        words = written_words(sentence)
+        words = quoted_words(sentence)
         informative = {w for w in tokenize(sentence) if w not in STOPWORDS}
         exact = values(sentence) or not all(word.isalpha() for word in words)
         if not exact and sum(_information(w) for w in informative) < policy.min_info_words:

@@ -88,10 +88,20 @@ def written_words(text: str) -> list[str]:
     is one word ending in ":", apart from what it labels."""
     plain = unicodedata.normalize("NFC", text).translate(_TYPOGRAPHIC)
     label = _LABEL.match(plain)
-    head = [label[1].lower() + ":"] if label else []
-    rest = plain[label.end():] if label else plain
-    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in rest.split())
-    return head + [w for w in words if w]
+    if label is None:
+        return _words(plain)
+    return [label[1].lower() + ":", *_words(plain[label.end():])]
+
+
+def quoted_words(text: str) -> list[str]:
+    """``written_words`` without a label: the words of ``text`` as they read when
+    quoted inside another text."""
+    return _words(unicodedata.normalize("NFC", text).translate(_TYPOGRAPHIC))
+
+
+def _words(plain: str) -> list[str]:
+    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in plain.split())
+    return [w for w in words if w]
 
 
 def values(text: str) -> tuple[str, ...]:
