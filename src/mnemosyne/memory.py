@@ -329,7 +329,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         metadata, status, episode, sleep state), the explicit episodes and the links
         sleep made, so recall, timelines, forget and sleep behave the same. The
         format is described in :mod:`mnemosyne.transfer`. ``progress``, if given, is
-        called as ``progress(done, total)`` while memories are written.
+        called as ``progress(done, total)`` while memories are written. The database's
+        own files and folders are refused before anything is read.
 
         >>> mem.export_jsonl("memories.jsonl")
         1234

@@ -122,7 +122,6 @@ def write_jsonl(
     if is_stream(path):
         with open(path, "a", encoding="utf-8") as stream:
             return _write_lines(records, stream, progress)
-    check_writable(path)
     path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
