@@ -547,8 +547,9 @@ class SQLiteStore(VectorRows):
         hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
         Nor does a summary or a kept copy stand for a memory holding a query term (of
         ``terms``) that it lacks: a summary without "Dana" is no answer to "who paged
-        Dana", nor "the budget was approved" to "budget cut". (A newer value lacks the
-        old one's words on purpose: through a supersede, it still stands for it.)
+        Dana", nor a kept copy to the words a repeat added around it ("Confirmed
+        again: ..."). (A newer value lacks the old one's words on purpose: through a
+        supersede, it still stands for it.)
         """
         where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
