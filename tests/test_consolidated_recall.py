@@ -212,6 +212,19 @@ def test_a_correction_edited_to_another_subject_makes_the_old_value_current_agai
     assert mem.sleep().superseded == 1 and mem.get(old).status == "superseded"
 
 
+def test_a_superseded_value_edited_to_another_subject_is_current_and_its_own_old_value_stays_replaced(
+    mem: Mnemosyne,
+):
+    dana, eve, frank = (mem.remember(f"The on-call engineer is {name}.", created_at=OLD + i * DAY)
+                        for i, name in enumerate(["Dana", "Eve", "Frank"]))
+    assert mem.sleep().superseded == 2
+    mem.update(eve, content="The backup on-call engineer is Eve.")
+    assert (mem.get(dana).status, mem.get(eve).status, mem.get(frank).status) == ("superseded", "active", "active")
+    assert mem.recall("backup on-call engineer", top_k=1)[0].id == eve
+    assert mem.sleep().superseded == 0  # Frank still the newer value of Dana's subject; Eve's is another
+    assert (mem.get(dana).status, mem.get(eve).status, mem.get(frank).status) == ("superseded", "active", "active")
+
+
 def test_a_representative_failing_the_filters_gives_way_to_the_original(mem: Mnemosyne):
     ids, summary = summarised_meeting(mem)
 

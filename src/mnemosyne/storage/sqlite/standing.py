@@ -111,21 +111,52 @@ def release_changed(conn: sqlite3.Connection, memory_id: str, reason: str) -> No
 
 
 def _release_other_subjects(conn: sqlite3.Connection, memory_id: str, text: str, reason: str) -> None:
-    """The values ``memory_id`` superseded of a subject it no longer states (it now
-    reads ``text``) are current again: "The backup on-call engineer is Eve." is no
-    newer value of "The primary on-call engineer is Dana."."""
-    fact = fact_key(text)
+    """``memory_id`` now reads ``text``: the supersede links of a subject it no longer
+    states go. "The backup on-call engineer is Eve." is no newer value of "The
+    on-call engineer is Dana.", nor older than "The on-call engineer is Frank.".
+    What it superseded passes to what superseded it, if that states the subject;
+    else it is current again. Itself, superseded by nothing left, is current again."""
+    subject = _subject(text)
+    superseders = conn.execute(
+        "SELECT m.id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.src_id "
+        "WHERE l.dst_id = ? AND l.kind = 'supersedes'", (memory_id,)
+    ).fetchall()
     for old in conn.execute(
         "SELECT m.id, m.session_id, m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
         "WHERE l.src_id = ? AND l.kind = 'supersedes' AND m.status = 'superseded'", (memory_id,)
     ).fetchall():
-        old_fact = fact_key(old["content"])
-        if fact is not None and old_fact is not None and fact[0] == old_fact[0]:
+        old_subject = _subject(old["content"])
+        if subject is not None and subject == old_subject:
             continue
-        conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'supersedes'",
-                     (memory_id, old["id"]))
-        conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (time.time(), old["id"]))
-        audit(conn, "update", old["id"], old["session_id"], {"fields": ["status"], "reason": reason})
+        _unlink(conn, memory_id, old["id"])
+        heir = next((s["id"] for s in superseders if old_subject is not None and _subject(s["content"]) == old_subject),
+                    None)
+        if heir is not None:
+            conn.execute("INSERT OR IGNORE INTO memory_links (src_id, dst_id, kind, run_id, created_at) "
+                         "VALUES (?, ?, 'supersedes', NULL, ?)", (heir, old["id"], time.time()))
+        else:
+            _make_current(conn, old["id"], old["session_id"], reason)
+    kept = [s for s in superseders if subject is not None and _subject(s["content"]) == subject]
+    for other in superseders:
+        if other not in kept:
+            _unlink(conn, other["id"], memory_id)
+    row = conn.execute("SELECT session_id, status FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row["status"] == "superseded" and not kept:
+        _make_current(conn, memory_id, row["session_id"], reason)
+
+
+def _subject(text: str) -> str | None:
+    fact = fact_key(text)
+    return None if fact is None else fact[0]
+
+
+def _unlink(conn: sqlite3.Connection, newer: str, older: str) -> None:
+    conn.execute("DELETE FROM memory_links WHERE src_id = ? AND dst_id = ? AND kind = 'supersedes'", (newer, older))
+
+
+def _make_current(conn: sqlite3.Connection, memory_id: str, session_id: str, reason: str) -> None:
+    conn.execute("UPDATE memories SET status = 'active', updated_at = ? WHERE id = ?", (time.time(), memory_id))
+    audit(conn, "update", memory_id, session_id, {"fields": ["status"], "reason": reason})
 
 
 def reinstate(conn: sqlite3.Connection, memory_ids: Iterable[str], reason: str) -> None:
