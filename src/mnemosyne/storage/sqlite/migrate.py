@@ -42,14 +42,25 @@ def migrate(db: Database) -> Path | None:
                 if current < LATEST_VERSION:
                     safety_copy = _upgrade(db, conn, current, copies)
         except BaseException:
-            # Rolled back whole: the database is as it was, and the copy of it is
-            # redundant. Kept, a read-only database would leave one per attempt.
-            for copy in copies:
-                for path in (copy, manifest_path(copy)):
-                    path.unlink(missing_ok=True)
+            # Rolled back whole, the database is as it was and the copy of it is
+            # redundant: kept, a read-only database would leave one per attempt. It
+            # stays if the upgrade may have committed after all (or nothing can tell).
+            if copies and _still_at(db, current):
+                for copy in copies:
+                    for path in (copy, manifest_path(copy)):
+                        path.unlink(missing_ok=True)
             raise
     _verify_checksums(db)
     return safety_copy
+
+
+def _still_at(db: Database, version: int) -> bool:
+    """Whether the database is known to be still at schema ``version``."""
+    try:
+        with db.read() as conn:
+            return schema_version(conn) == version
+    except Exception:  # any failure means "cannot tell"
+        return False
 
 
 def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[Path]) -> Path | None:
