@@ -25,13 +25,13 @@ def select_in(
     return rows
 
 
+_AUDIT = "INSERT INTO audit_log (at, op, memory_id, session_id, detail) VALUES (?, ?, ?, ?, ?)"
+
+
 def audit(
     conn: sqlite3.Connection, op: str, memory_id: str | None, session_id: str | None, detail: dict[str, Any]
 ) -> None:
-    conn.execute(
-        "INSERT INTO audit_log (at, op, memory_id, session_id, detail) VALUES (?, ?, ?, ?, ?)",
-        (time.time(), op, memory_id, session_id, dump_json(detail)),
-    )
+    conn.execute(_AUDIT, (time.time(), op, memory_id, session_id, dump_json(detail)))
 
 
 class Inserting:
@@ -62,9 +62,7 @@ class Inserting:
             return
         # Indexed here, not by a trigger: see migration 5.
         self._conn.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", self._texts)
-        self._conn.executemany(
-            "INSERT INTO audit_log (at, op, memory_id, session_id, detail) VALUES (?, ?, ?, ?, ?)", self._audits
-        )
+        self._conn.executemany(_AUDIT, self._audits)
 
 
 def dump_json(value: Any) -> str:
