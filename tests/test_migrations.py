@@ -96,6 +96,36 @@ def test_an_upgrade_that_fails_changes_nothing_and_leaves_no_copy_behind(v1_db: 
         assert conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall() == before
 
 
+def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db: Path):
+    import subprocess
+    import sys
+
+    # Killed after the copy is written, before it takes its name: the claimed name
+    # (empty) and the complete temporary copy are left, and no manifest.
+    killed_mid_copy = (
+        "import os, signal, sys\n"
+        "import mnemosyne.storage.sqlite.snapshot as snapshot\n"
+        "class Os:\n"
+        "    def __getattr__(self, name):\n"
+        "        return getattr(os, name)\n"
+        "    def replace(self, *args):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "snapshot.os = Os()\n"
+        "from mnemosyne import Mnemosyne\n"
+        "Mnemosyne(db_path=sys.argv[1])\n"
+    )
+    for _ in range(2):  # each attempt first removes what the last one left
+        killed = subprocess.run([sys.executable, "-c", killed_mid_copy, str(v1_db)], timeout=120)
+        assert killed.returncode == -9
+        left = sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name)
+        assert len(left) == 2 and left[0].endswith(".tmp") and not left[1].endswith(".tmp")
+    with Mnemosyne(db_path=v1_db) as mem:
+        assert mem.get_stats().total == 4
+    (copy,) = v1_db.parent.glob("old.db.pre-v*.bak")
+    assert sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name) == [
+        copy.name, copy.name + ".manifest.json"]
+
+
 def test_the_safety_backup_restores_like_any_backup(v1_db: Path, tmp_path: Path):
     from mnemosyne.dr.recovery import restore_backup, verify_backup
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import sqlite3
 import time
@@ -68,6 +69,7 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
     soon as it is begun), then apply every later migration."""
     safety_copy = None
     if current > 0:
+        _remove_abandoned_copies(db.path)
         name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
         safety_copy = db.path.with_name(name)
         copies.append(safety_copy)
@@ -76,6 +78,21 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
         if migration.version > current:
             _apply(conn, migration)
     return safety_copy
+
+
+def _remove_abandoned_copies(path: Path) -> None:
+    """Delete what upgrades killed while copying the database aside left beside it:
+    a copy with no manifest (written last) and the temporary file of a copy.
+
+    Only called under the write lock an upgrade takes: no other upgrade of this
+    database is copying now, so an incomplete copy is one nobody will finish. The
+    database is still at its old version, so it lost nothing either.
+    """
+    for copy in path.parent.glob(f"{glob.escape(path.name)}.pre-v*.bak"):
+        if not manifest_path(copy).exists():
+            copy.unlink(missing_ok=True)
+    for temporary in path.parent.glob(f".{glob.escape(path.name)}.pre-v*.tmp"):
+        temporary.unlink(missing_ok=True)
 
 
 def _copy_aside(path: Path, safety_copy: Path) -> None:
