@@ -17,6 +17,7 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.dr.recovery import create_backup
+from mnemosyne.transfer import FORMAT, VERSION
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -344,6 +345,17 @@ def test_export_writes_through_a_symlink_and_into_a_pipe(cli: Cli, tmp_path: Pat
     writer.wait(timeout=30)
     with cli.memories(db=other) as mem:
         assert mem.get_stats().total == 1
+
+
+def test_a_bad_export_piped_into_a_new_database_path_creates_no_database(cli: Cli, tmp_path: Path) -> None:
+    new = tmp_path / "new.db"
+    bad = json.dumps({"format": FORMAT, "version": VERSION}) + "\nnot json\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "mnemosyne", "import", "/dev/stdin", "--db", str(new)],
+        input=bad, capture_output=True, text=True, env=cli.env, timeout=60,
+    )
+    assert done.returncode == BAD_INPUT and "/dev/stdin:2" in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_export_to_standard_output_streams_and_appends(cli: Cli, tmp_path: Path) -> None:

@@ -367,7 +367,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         >>> mem.import_jsonl("memories.jsonl")
         1234
         """
-        export = transfer.read_jsonl(Path(path))
+        return self._import_export(transfer.read_jsonl(Path(path)), progress)
+
+    def _import_export(self, export: transfer.Export, progress: Progress | None = None) -> int:
+        """:meth:`import_jsonl` of an export already read and checked."""
         memories: Iterable[NewMemory] = export.memories
         if progress is not None:
             memories = _reporting(memories, progress, len(export.memories))

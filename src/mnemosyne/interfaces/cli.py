@@ -306,14 +306,14 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
-    from ..transfer import check_readable, is_stream, read_jsonl
+    from ..transfer import read_jsonl
     from .progress import ProgressBar
 
-    check_readable(Path(args.path))  # before the database is opened, or created
-    if not Path(_db_path(args)).expanduser().exists() and not is_stream(Path(args.path)):
-        read_jsonl(Path(args.path))  # a bad file creates no database (a pipe can be read only once)
+    # Read and checked whole before the database is opened, or created: a bad file
+    # creates no database. Read once, as a pipe can be.
+    export = read_jsonl(Path(args.path))
     with ProgressBar("importing", quiet=args.quiet) as bar:
-        added = _open(args, create=True).import_jsonl(args.path, progress=bar)
+        added = _open(args, create=True)._import_export(export, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
 
 
