@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
@@ -37,6 +38,15 @@ def test_remember_and_recall_through_the_table(sessions: Sessions):
     found = call_tool(sessions, "recall", {"query": "which font", "source": ["conversation", "ops"]})
     assert [m["id"] for m in found["memories"]] == [stored["id"]]
     assert found["memories"][0]["metadata"] == {"ticket": 4}
+
+
+def test_numbers_from_numpy_are_numbers_and_its_bools_are_not(sessions: Sessions):
+    stored = call_tool(sessions, "remember", {"content": "Font is Inter", "importance": np.float32(0.75)})
+    found = call_tool(sessions, "recall", {"query": "font", "top_k": np.int64(3)})
+    assert [(m["id"], m["importance"]) for m in found["memories"]] == [(stored["id"], 0.75)]
+    assert call_tool(sessions, "timeline", {"limit": np.float32(1.0)})["count"] == 1
+    with pytest.raises(InvalidInputError, match="JSON type integer"):
+        call_tool(sessions, "recall", {"query": "font", "top_k": np.bool_(True)})
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import json
 import math
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -28,13 +28,18 @@ def finite_number(value: object) -> float | None:
     """``value`` as a finite float, or None for anything else (bools, NaN, ±inf,
     text, and ints too large for a float). NumPy's number types count: settings
     often come out of an array."""
-    if not isinstance(value, numbers.Real) or _is_bool(value):
+    if not is_real(value):
         return None
     try:
         number = float(value)
     except OverflowError:
         return None
     return number if math.isfinite(number) else None
+
+
+def is_real(value: object) -> TypeGuard[numbers.Real]:
+    """Whether ``value`` is a real number (NumPy's too), never a bool."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
 
 
 def whole_number(value: object) -> int | None:

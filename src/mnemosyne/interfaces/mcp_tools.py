@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
-from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K
+from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 
 Result = dict[str, Any]
@@ -394,11 +394,12 @@ TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
 
 # -- argument checks ------------------------------------------------------------------
 
+# Numbers as the API takes them (NumPy's too, never a bool), for tools called in-process.
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "number": is_real,
     # JSON has one kind of number: 2.0 is an integer to a JSON schema (made int below).
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: whole_number(v) is not None or (is_real(v) and float(v).is_integer()),
     "boolean": lambda v: isinstance(v, bool),
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
