@@ -75,6 +75,21 @@ def test_second_sleep_changes_nothing(mem: Mnemosyne, tmp_path: Path):
     assert rows(tmp_path / "m.db") == before
 
 
+def test_a_repeat_of_the_global_copy_a_merge_keeps_is_merged_by_the_same_sleep(tmp_path: Path):
+    # The global copy adds a word to the earlier session note, and the reminder one
+    # more: too many for the note, the reminder repeats only the global copy (by
+    # words: no vectors). That copy is what the merge keeps, so the reminder is
+    # merged now, not by the next sleep.
+    mem = Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", dedupe_window=0, embedder="none")
+    note = mem.remember("staging database listens on port 5432", created_at=OLD)
+    kept = mem.remember("staging database listens on port 5432 internally", scope="global", created_at=OLD + 60)
+    reminder = mem.remember("reminder: staging database listens on port 5432 internally", created_at=OLD + 120)
+    assert mem.sleep().merged == 2
+    assert [mem.get(i).status for i in (note, kept, reminder)] == ["consolidated", "active", "consolidated"]
+    assert mem.sleep().changed_rows == 0
+    mem.close()
+
+
 def ranked_matches(db: Path, expression: str) -> list[tuple[int, float]]:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ? "

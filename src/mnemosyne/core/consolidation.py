@@ -287,6 +287,7 @@ def plan_consolidation(
     groups = duplicate_groups(
         [m.id for m in candidates], [m.content_hash for m in candidates],
         [m.content for m in candidates], policy.duplicates, vectors, compatible,
+        kept=lambda i: candidates[i].scope == "global",
     )
     for group in groups:
         members = [candidates[i] for i in group]

@@ -123,12 +123,16 @@ def duplicate_groups(
     rules: DupRules,
     vectors: Mapping[str, np.ndarray] | None = None,
     compatible: Callable[[int, int], bool] = lambda anchor, item: True,
+    kept: Callable[[int], bool] = lambda item: False,
 ) -> list[list[int]]:
     """Indices grouped by duplication; the input must be in time order.
 
     Each group's first index is its anchor (the earliest); an item joins the group
     of the earliest anchor it duplicates and that ``compatible(anchor, item)``
-    allows. Only groups of two or more are returned.
+    allows. A later member that the group keeps instead of its anchor (``kept``:
+    the first such member) is matched like an anchor from then on: an item that
+    duplicates only it would do so again at the next sleep, when it is all that is
+    left of the group. Only groups of two or more are returned.
     """
     n = len(ids)
     sets = [word_set(text) for text in texts]
@@ -153,6 +157,17 @@ def duplicate_groups(
     # would otherwise probe every earlier anchor for every text.
     postings: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
     members: dict[int, list[int]] = {}
+    group_of: dict[int, int] = {}  # what is matched against (anchors, kept copies) -> its group's anchor
+    keeping: set[int] = set()  # groups with a member they keep
+
+    def match_against(i: int, group: int, head: list[tuple[tuple[str, ...], str]]) -> None:
+        group_of[i] = group
+        anchor_of_hash.setdefault(hashes[i], i)
+        for key in head:
+            postings[key].append(i)
+        if i in unit:
+            by_meaning.setdefault(numbers[i], _Anchors()).add(i, unit[i])
+
     for i in range(n):
         candidates: set[int] = set()
         exact = anchor_of_hash.get(hashes[i])
@@ -176,14 +191,16 @@ def duplicate_groups(
                 chosen = j
                 break
         if chosen is not None:
-            members[chosen].append(i)
+            group = group_of[chosen]
+            if group not in keeping and kept(i):
+                keeping.add(group)
+                match_against(i, group, head)
+            members[group].append(i)
             continue
         members[i] = [i]
-        anchor_of_hash.setdefault(hashes[i], i)
-        for key in head:
-            postings[key].append(i)
-        if i in unit:
-            by_meaning.setdefault(numbers[i], _Anchors()).add(i, unit[i])
+        match_against(i, i, head)
+        if kept(i):
+            keeping.add(i)
     return [group for group in members.values() if len(group) > 1]
 
 
