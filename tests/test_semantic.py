@@ -174,6 +174,20 @@ def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, cap
         assert all(m.explanation["dense"] > 0 for m in hits)
 
 
+def test_a_memory_another_process_stored_without_a_vector_is_ranked_by_its_words(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:  # a long-running agent with its model
+        for text in ["we should cook pasta tonight", "the oven needs cleaning", "buy basil and tomatoes"]:
+            mem.remember(text)
+        mem.recall("pasta")
+        writer = "import sys\nfrom mnemosyne import Mnemosyne\n" \
+                 "Mnemosyne(db_path=sys.argv[1], embedder='none').remember('the zebra crossing was repainted')\n"
+        subprocess.run([sys.executable, "-c", writer, str(db)], check=True, timeout=60)
+        (top,) = mem.recall("zebra crossing", top_k=1, explain=True)
+        assert top.content == "the zebra crossing was repainted"
+        assert top.explanation["dense"] == top.explanation["content"] == 1.0  # its words stand in for meaning
+
+
 def test_asking_for_a_backfill_while_the_model_fails_is_an_error(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=FailingEmbedder(64)) as mem:
         mem.remember("stored without a vector")

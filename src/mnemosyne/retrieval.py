@@ -118,6 +118,7 @@ def search(
                 session_id=row["session_id"],
                 source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
                 length=row["length"],
+                has_vector=bool(row["has_vector"]),
             )
             for seq, row in store.ranking_facts(keys).items()
         }
