@@ -48,3 +48,25 @@ def test_memories_rare_terms_find_get_the_whole_query_s_score(tmp_path: Path, mo
             return [(m.content, m.score) for m in found]
 
         assert ranking(5) == ranking(10**9)
+
+
+def test_a_term_no_memory_holds_does_not_take_the_rarest_term_s_place(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
+    counts = {"deploy": 3000, "schedule": 0, "release": 2000}
+    assert fts_queries(list(counts), counts, total=50_000)[0] == '("schedule" OR "release") NOT ("deploy")'
+    assert lexical.fts_fallback(list(counts), counts, total=50_000) == '("deploy") NOT ("schedule" OR "release")'
+    assert lexical.fts_fallback(["deploy", "schedule"], {"deploy": 3000}, total=50_000) is None
+
+
+def test_past_the_threshold_every_memory_holding_a_query_word_can_be_found(tmp_path: Path):
+    """Rare terms find candidates: if they match nothing, or only memories this
+    recall may not return (another session's), the common terms find them."""
+    with Mnemosyne(session_id="busy", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as busy:
+        busy.remember_many([f"deploy log line {i}" for i in range(lexical.COMMON_TERMS_FROM)])
+        busy.remember_many([f"kestrel observation {i}" for i in range(3)])  # private to "busy"
+    with Mnemosyne(session_id="website", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        mine = mem.remember_many([f"the deploy of the marketing site, version {i}, is on Friday" for i in range(20)])
+        mem.remember_many([{"content": f"deploy checklist {i}", "source": "ops"} for i in range(20)])
+        for query in ("deploy schedule", "kestrel deploy"):
+            found = mem.recall(query, top_k=10, source="conversation")
+            assert len(found) == 10 and {m.id for m in found} <= set(mine), query

@@ -69,15 +69,18 @@ def search(
         # many windows as memories: under the same postings budget fewer terms find
         # candidates there.
         in_windows = {term: count * WINDOW for term, count in frequencies.items()}
+        by_field = {"content": frequencies, "context": in_windows}
         queries = {
             field: field_queries
-            for field, field_queries in (
-                ("content", lexical.fts_queries(terms, frequencies, total)),
-                ("context", lexical.fts_queries(terms, in_windows, total)),
-            )
-            if field_queries
+            for field, counts in by_field.items()
+            if (field_queries := lexical.fts_queries(terms, counts, total))
         }
-        lexical_hits = store.search_text(queries, filters, depth) if queries else {}
+        fallbacks = {
+            field: fallback
+            for field, counts in by_field.items()
+            if (fallback := lexical.fts_fallback(terms, counts, total)) is not None
+        }
+        lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
         query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
         # Before summaries stand in for their originals, which shortens the list.
         stretch = len(dense_hits) >= depth
@@ -94,7 +97,7 @@ def search(
             # of one query over one index compare across the two searches).
             active = dataclasses.replace(filters, statuses=("active",))
             if any(_crowded(lexical_hits[field], folded[field], depth) for field in lexical_hits):
-                more = store.search_text(queries, active, depth)
+                more = store.search_text(queries, active, depth, fallbacks, top_k)
                 folded = {field: _best_per_key([*found, *more.get(field, [])]) for field, found in folded.items()}
             if query_vector is not None and slot.signature is not None and _crowded(dense_hits, folded_dense, depth):
                 folded_dense = _best_per_key(

@@ -106,7 +106,7 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
     (19.2 ms), against 0.54 with every term searched (51.6 ms). With the local
     model's vectors as well, 500 and 2,000 found 0.50 and 0.51.
     """
-    rare, common = (list(terms), []) if total < COMMON_TERMS_FROM else _split_by_budget(terms, frequencies)
+    rare, common = _split(terms, frequencies, total)
     either, also = fts_expression(rare), fts_expression(common)
     if either is None or also is None:
         return [] if either is None else [either]
@@ -114,14 +114,32 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
     return [f"({either}) NOT ({also})", f"({either}) AND ({also})"]
 
 
-def _split_by_budget(terms: Sequence[str], frequencies: Mapping[str, int]) -> tuple[list[str], list[str]]:
-    """The rarest terms while their postings fit ``POSTINGS_BUDGET`` (the rarest one
-    always), and the rest."""
+def fts_fallback(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> str | None:
+    """The query for the memories :func:`fts_queries` leaves out (those holding only
+    common terms), or None when it leaves out none.
+
+    Frequencies count every memory, while a recall sees only those passing its
+    filters (its session's and global ones, a source...): the rare terms may
+    match only memories it cannot return. Run with the filters joined in, when
+    they reject rare matches and too few are left.
+    """
+    rare, common = _split(terms, frequencies, total)
+    either, also = fts_expression(rare), fts_expression(common)
+    return None if either is None or also is None else f"({also}) NOT ({either})"
+
+
+def _split(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> tuple[list[str], list[str]]:
+    """The terms that find candidates and those that only score them: every term
+    below ``COMMON_TERMS_FROM`` memories, else the rarest while their postings fit
+    ``POSTINGS_BUDGET``. Terms with no postings cost nothing and find nothing, so
+    the rarest term that has postings is always among the first."""
+    if total < COMMON_TERMS_FROM:
+        return list(terms), []
     ordered = sorted(terms, key=lambda t: frequencies.get(t, 0))
     kept, spent = 0, 0
     for term in ordered:
         cost = frequencies.get(term, 0)
-        if kept and spent + cost > POSTINGS_BUDGET:
+        if spent and spent + cost > POSTINGS_BUDGET:
             break
         kept += 1
         spent += cost

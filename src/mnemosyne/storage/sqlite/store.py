@@ -455,7 +455,8 @@ class SQLiteStore(VectorRows):
         return self._db.read("read a snapshot")
 
     def search_text(
-        self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int
+        self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int,
+        fallbacks: Mapping[str, str] | None = None, wanted: int = 0,
     ) -> dict[str, list[tuple[int, float]]]:
         """BM25 hits per indexed field: ``{"content": [(seq, score)...], "context": [...]}``.
 
@@ -470,6 +471,11 @@ class SQLiteStore(VectorRows):
         a query left with too few passing matches runs again with the filters
         joined in. Either way a query yields exactly its best passing matches: a
         passing match outside its first ranking scores no higher than any inside.
+        A field's ``fallbacks`` query (see ``core.lexical.fts_fallback``) runs, with
+        the filters joined in, when the filters rejected some of the field's
+        matches and fewer than ``wanted`` passed: it scores every memory holding a
+        common term, which costs as much as the budget saves, so only when the
+        results would otherwise fall short.
         """
         where, params = filter_sql(filters, alias="m")
         wide = limit * _OVERFETCH
@@ -484,12 +490,19 @@ class SQLiteStore(VectorRows):
             check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
             seen = list({seq for rows in ranked.values() for seq, _ in rows})
             passing = {row[0] for row in select_in(conn, check, seen, params)}
+            rejected: set[str] = set()
             for (field, query), rows in ranked.items():
                 hits = [(seq, score) for seq, score in rows if seq in passing]
+                if len(hits) < len(rows):
+                    rejected.add(field)
                 if len(hits) < limit and len(rows) == wide:
                     hits = _ranked(conn, _FTS_TABLES[field], query, limit, where, params)
                 for seq, score in hits:
                     best[field][seq] = max(score, best[field].get(seq, score))
+            for field, fallback in (fallbacks or {}).items():
+                if field in rejected and len(best[field]) < wanted:
+                    for seq, score in _ranked(conn, _FTS_TABLES[field], fallback, limit, where, params):
+                        best[field].setdefault(seq, score)  # disjoint from the field's queries
         return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
