@@ -44,6 +44,8 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         # Days relative to today.
         ("what did I do yesterday", day(3, 19), day(3, 20)),
         ("the day before yesterday", day(3, 18), day(3, 19)),
+        ("On may 2, what did we ship?", day(4, 25, 2023), day(5, 16, 2023)),
+        ("in June's retro", day(6, 1, 2023), day(7, 16, 2023)),  # a month written out is one
         ("what did we decide last night", day(3, 19), day(3, 21)),
         ("this morning's standup", day(3, 20), day(3, 21)),
         ("today's plan", day(3, 20), day(3, 21)),
@@ -54,7 +56,9 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("over the weekend", day(3, 16), day(3, 18)),
         ("this weekend", day(3, 23), day(3, 25)),
         # Spans relative to today.
-        ("3 days ago", day(3, 13) + timedelta(hours=12), day(3, 20) + timedelta(hours=12)),
+        ("3 days ago", day(3, 16), day(3, 18)),  # that day or the one before, as counted loosely
+        ("1 day ago", day(3, 18), day(3, 20)),  # never today
+        ("2 weeks ago", day(2, 28) + timedelta(hours=12), day(3, 12) + timedelta(hours=12)),
         ("last week", day(3, 12), day(3, 21)),
         ("in the past month", day(2, 18), day(3, 21)),
         ("this week", day(3, 18), day(3, 21)),
@@ -90,6 +94,7 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
         "I may 10x the budget",
         "on Saturday mornings",          # a habit, not a day
         "what happens on Fridays",
+        "what is in Jan's calendar",     # a person's
         "February 30, 2024",             # not a date
         "the 2024-13-01 release",
         "valid until 9999-12-31",        # spans past the calendar's end

@@ -19,16 +19,13 @@ from datetime import datetime, timedelta, tzinfo
 DAY = timedelta(days=1)
 Span = tuple[datetime, datetime]
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")],
-        start=1,
-    )
-    for name in names
-}
+_MONTH_NAMES = [  # each month's full name, then its short ones
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+    ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+    ("october", "oct"), ("november", "nov"), ("december", "dec"),
+]
+_MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, start=1) for name in names}
+_SHORT_MONTHS = [short for names in _MONTH_NAMES for short in names[1:]]
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 # Holidays on a fixed date. Movable ones (Easter, Thanksgiving, Mother's Day) fall on
 # different days in different countries, so they are not guessed.
@@ -58,13 +55,14 @@ _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
-_IN_MONTH = re.compile(rf"\b(in|during|last)\s+{_MONTH}\b")
+# "in Jan's calendar" is a person's: a month is written out when it owns something.
+_IN_MONTH = re.compile(rf"\b(in|during|last)\s+(?!(?:{'|'.join(_SHORT_MONTHS)})'s\b){_MONTH}\b")
 _IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
 # "since yesterday", "since last Friday", "since March": from then until now.
 _SINCE = re.compile(r"\bsince\s+(.+)")
 # "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
 # "May" with its capital, "on may 2", "2nd may", "2 of may" or one with a year.
-_MODAL_MAY = re.compile(r"(?<!\bon )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
+_MODAL_MAY = re.compile(r"(?<!\b[oO]n )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
 # Not "the last year" ("in the last year" is the past twelve months, read by _PAST).
 _LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
 
@@ -157,9 +155,12 @@ def _relative_span(text: str, today: datetime) -> Span | None:
             return _date_span(previous.year, previous.month, None, today.tzinfo)
         return _year_span(today.year - 1, today.tzinfo)
     if match := _AGO.search(text):
-        days = _count(match.group(1)) * _UNIT_DAYS[match.group(2)]
-        slack = timedelta(days=_UNIT_DAYS[match.group(2)] / 2 + 3)
-        return today - timedelta(days=days) - slack, today - timedelta(days=days) + slack
+        unit = _UNIT_DAYS[match.group(2)]
+        then = today - _count(match.group(1)) * unit * DAY
+        if unit == 1:  # that day, or the one before when counted loosely; never today
+            return then - DAY, min(then + DAY, today)
+        slack = timedelta(days=unit / 2 + 3)  # weeks, months, years ago: counted loosely
+        return then - slack, then + slack
     if match := _PAST.search(text):
         days = (_count(match.group(1)) if match.group(1) else 1) * _UNIT_DAYS[match.group(2)]
         return today - timedelta(days=days) - DAY, today + DAY
