@@ -23,22 +23,47 @@ from mnemosyne.testing import HashEmbedder
 class EmbeddingServer:
     """Serves ``POST /v1/embeddings`` with HashEmbedder vectors of ``dimension``, or
     the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan",
-    "drip" (the answer a byte every 0.2 s). A request holding a text longer than
-    ``longest`` is refused with HTTP 400, as a model's token limit is."""
+    "drip" (the answer a byte every 0.2 s), "drip-headers" (its headers so), "moved"
+    (a redirect), "garbled" (a row dropped, another repeated), "error" (an error
+    object for an answer), "unauthorized" (HTTP 401 with OpenAI's error body). A
+    request holding a text longer than ``longest`` is refused with HTTP 400, as a
+    model's token limit is."""
 
     def __init__(self) -> None:
         self.mode = "ok"
         self.dimension = 8
         self.longest = 10_000
         self.authorizations: list[str | None] = []
+        self.paths: list[str] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (the http.server API)
                 request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.authorizations.append(self.headers.get("Authorization"))
+                server.paths.append(self.path)
                 if server.mode == "down":
                     self.send_error(503)
+                    return
+                if server.mode == "moved":
+                    self.send_response(307)
+                    self.send_header("Location", "/elsewhere/embeddings")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if server.mode in ("error", "unauthorized"):
+                    body = json.dumps({"error": {"message": "Incorrect API key provided", "type": "invalid"}})
+                    self.send_response(401 if server.mode == "unauthorized" else 200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                    return
+                if server.mode == "drip-headers":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    for _ in range(25):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.2)
                     return
                 if any(len(text) > server.longest for text in request["input"]):
                     self.send_error(400, "input too long")
@@ -50,7 +75,11 @@ class EmbeddingServer:
                     rows[0] = None
                 elif server.mode == "nan":
                     rows[0][0] = float("nan")
-                body = json.dumps({"data": [{"index": i, "embedding": row} for i, row in enumerate(rows)]})
+                indices = list(range(len(rows)))
+                if server.mode == "garbled":
+                    indices[-1] = 0
+                data = [{"index": i, "embedding": row} for i, row in zip(indices, rows, strict=True)]
+                body = json.dumps({"data": data})
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
@@ -107,7 +136,7 @@ def test_vectors_come_from_the_endpoint_and_the_key_stays_in_the_environment(ser
     assert b"sk-test-secret" not in db.read_bytes()
 
 
-@pytest.mark.parametrize("mode", ["ragged", "null", "nan", "down"])
+@pytest.mark.parametrize("mode", ["ragged", "null", "nan", "down", "garbled", "error"])
 def test_a_bad_answer_keeps_the_write_and_the_vector_follows(server, tmp_path: Path, mode: str, caplog):
     db = tmp_path / "m.db"
     server.mode = mode
@@ -248,6 +277,32 @@ def test_the_timeout_bounds_an_answer_body_however_slowly_it_comes(server):
     with pytest.raises(EmbedderError, match="within 1 s"):
         embedder.embed(["the cat sat on the mat"])
     assert time.monotonic() - started < 3
+
+
+def test_the_timeout_bounds_headers_however_slowly_they_come(server):
+    server.mode = "drip-headers"
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="within 1 s"):
+        OpenAICompatibleEmbedder("hash", timeout=1.0).embed(["the cat sat on the mat"])
+    assert time.monotonic() - started < 3
+
+
+def test_a_redirect_is_refused_so_the_key_goes_nowhere_else(server):
+    server.mode = "moved"
+    with pytest.raises(EmbedderError, match="redirects to .*/elsewhere/embeddings; set its final address"):
+        OpenAICompatibleEmbedder("hash").embed(["the cat sat on the mat"])
+    assert server.paths == ["/v1/embeddings"]
+
+
+@pytest.mark.parametrize(("mode", "said"), [
+    ("garbled", r"indices are \[0, 0\], not each of 0..1 once"),
+    ("error", "answered with an error: Incorrect API key provided"),
+    ("unauthorized", r"HTTP Error 401: Unauthorized \(Incorrect API key provided\)"),
+])
+def test_a_bad_answer_says_what_is_wrong(server, mode: str, said: str):
+    server.mode = mode
+    with pytest.raises(EmbedderError, match=said):
+        OpenAICompatibleEmbedder("hash").embed(["the cat sat on the mat", "the dog sat on the log"])
 
 
 def test_a_padded_model_name_is_the_model_name(server, tmp_path: Path):

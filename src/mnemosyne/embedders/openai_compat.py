@@ -6,9 +6,12 @@ The API key is read from the environment only (``MNEMOSYNE_EMBEDDER_API_KEY``, e
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
-import time
+import socket
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -29,8 +32,8 @@ class OpenAICompatibleEmbedder:
 
     ``dimension``, when given, is checked on every answer; when not, the size of the
     first answer the caller accepts is the model's (Mnemosyne records it). ``timeout``
-    bounds connecting, each wait for the server, and the reading of an answer's body
-    as a whole, however slowly it trickles in.
+    bounds each request as a whole, headers and body, however slowly they trickle
+    in. Redirects are refused: the API key goes to ``base_url`` only.
     """
 
     name = "openai"
@@ -83,21 +86,122 @@ class OpenAICompatibleEmbedder:
             headers=headers,
             method="POST",
         )
-        deadline = time.monotonic() + self._timeout
+        failed = f"embedding request to {self.base_url} for {self.model!r} failed"
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                body = b""
-                while chunk := response.read1(65_536):  # one read at a time, to check the deadline
-                    body += chunk
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"no complete answer within {self._timeout:g} s")
-            payload = json.loads(body)
-            data = sorted(payload["data"], key=lambda item: item["index"])
-            return [item["embedding"] for item in data]
+            body = _exchange(request, self._timeout)
         except urllib.error.HTTPError as exc:
             # 400, 413, 422: this input (too long, say), not the service. Retried in
             # halves by the caller, so the other texts still get their vectors.
             refused = EmbedderInputError if exc.code in _INPUT_REFUSED else EmbedderError
-            raise refused(f"embedding request to {self.base_url} for {self.model!r} failed: {exc}") from exc
-        except (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
-            raise EmbedderError(f"embedding request to {self.base_url} for {self.model!r} failed: {exc}") from exc
+            raise refused(f"{failed}: {exc}{_said(exc)}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
+            raise EmbedderError(f"{failed}: {exc}") from exc
+        try:
+            return _embeddings(json.loads(body), len(batch))
+        except ValueError as exc:  # not JSON, or not the answer asked for
+            raise EmbedderError(f"{failed}: {exc}") from exc
+
+
+def _exchange(request: urllib.request.Request, timeout: float) -> bytes:
+    """The body of the answer to ``request``, all within ``timeout`` seconds: a server
+    that trickles its headers or body byte by byte has its connection closed at the
+    deadline (a socket timeout alone bounds each wait, not their sum)."""
+    sockets: list[socket.socket] = []
+    opener = urllib.request.build_opener(
+        _NoRedirects, _Watched.handler(urllib.request.HTTPHandler, http.client.HTTPConnection, sockets),
+        _Watched.handler(urllib.request.HTTPSHandler, http.client.HTTPSConnection, sockets),
+    )
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(timeout, cut)
+    watchdog.daemon = True
+    watchdog.start()
+    late = TimeoutError(f"no complete answer within {timeout:g} s")
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = bytes(response.read())
+    except (OSError, http.client.HTTPException) as exc:
+        if expired.is_set() and not isinstance(exc, urllib.error.HTTPError):
+            raise late from exc
+        raise
+    finally:
+        watchdog.cancel()
+    if expired.is_set():  # cut short: what was read may be any part of the answer
+        raise late
+    return body
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error, not followed: it would carry the API key to another host
+    (urllib copies every header), and a POST that moved is a setting to fix."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        raise urllib.error.HTTPError(
+            req.full_url, code, f"{msg}: the endpoint redirects to {newurl}; set its final address "
+            "as the base URL", headers, fp)
+
+
+class _Watched:
+    """Connections whose sockets the deadline can close."""
+
+    @staticmethod
+    def handler(
+        base: type[urllib.request.AbstractHTTPHandler], connection: type[http.client.HTTPConnection],
+        sockets: list[socket.socket],
+    ) -> urllib.request.BaseHandler:
+        class Connection(connection):  # type: ignore[valid-type, misc]
+            def connect(self) -> None:
+                super().connect()
+                sockets.append(self.sock)
+
+        protocol = "https" if connection is http.client.HTTPSConnection else "http"
+
+        class Handler(base):  # type: ignore[valid-type, misc]
+            def open_with(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+                return self.do_open(Connection, req)
+
+        setattr(Handler, f"{protocol}_open", Handler.open_with)
+        return Handler()
+
+
+def _embeddings(payload: object, count: int) -> list[list[float]]:
+    """The embeddings of an OpenAI-style answer, in the order of the inputs; any other
+    shape is a ValueError that says what is wrong."""
+    if isinstance(payload, dict) and "error" in payload:
+        raise ValueError(f"the endpoint answered with an error: {_message(payload)}")
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise ValueError(f"the answer has no list of embeddings under 'data': {str(payload)[:200]}")
+    indices = [item.get("index") for item in data]
+    if len(data) != count or set(indices) != set(range(count)):
+        # A dropped or repeated row would pair a vector with the wrong memory.
+        raise ValueError(f"the answer's indices are {indices[:20]}, not each of 0..{count - 1} once")
+    by_index = {item["index"]: item.get("embedding") for item in data}
+    return [by_index[i] for i in range(count)]
+
+
+def _said(error: urllib.error.HTTPError) -> str:
+    """What an endpoint's error body says (OpenAI's ``error.message``), briefly."""
+    try:
+        body = error.read(2_000).decode("utf-8", "replace")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    try:
+        text = _message(json.loads(body))
+    except ValueError:
+        text = " ".join(body.split())[:300]
+    return f" ({text})" if text else ""
+
+
+def _message(payload: object) -> str:
+    """The ``error`` an OpenAI-style body holds (its ``message``, if it has one), else the body."""
+    error = payload.get("error", payload) if isinstance(payload, dict) else payload
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return " ".join(str(error).split())[:300]
