@@ -320,3 +320,14 @@ def test_an_endpoint_that_refuses_every_text_fails_a_switch_whole(server, tmp_pa
             mem.reembed("openai:hash")
     assert recorded(db) == {"name": "test-hash", "model": "hash-v1-32", "dimension": 32}
     assert vector_sizes(db) == [32] * 10
+
+
+def test_an_endpoint_that_refuses_every_text_is_asked_twice_and_logged_once(server, tmp_path: Path, caplog):
+    server.longest = 0  # an unknown model name: vLLM and others answer 400 to any text
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=tmp_path / "m.db", embedder="openai:hash") as mem:
+            mem.remember_many([f"memory {i} about the rollout" for i in range(40)])
+            assert len(mem.recall("rollout", top_k=40)) == 40
+    assert len(server.paths) == 2  # the batch, then a one-word probe: not each text, twice
+    assert [r.message for r in caplog.records if "refuses any text" in r.message] == [caplog.records[0].message]
+    assert vector_sizes(tmp_path / "m.db") == []

@@ -95,27 +95,34 @@ class EmbedderSlot:
         say), found by halving the batch, so one such text never costs the others
         theirs, and for one it maps to zero (no words it knows): that vector would
         never be found. A failure of the model as a whole raises ``EmbedderError``,
-        and so does a model that refuses any text, told by a one-word probe when it
-        refused them all (a chat model behind the endpoint, say)."""
-        vectors = self._refusing_singly(texts)
-        if all(vector is None for vector in vectors):
+        and so does a model that refuses any text, told by a one-word probe as soon
+        as it refuses a batch (a chat model behind the endpoint, say): halving would
+        ask it twice per text."""
+        try:
+            vectors = list(self.embed_checked(texts))
+        except EmbedderInputError as exc:
             try:
                 self.embed_checked(["memory"])
-            except EmbedderInputError as exc:
-                raise EmbedderError(f"the embedder refuses any text, even one word: {exc}") from exc
+            except EmbedderInputError as probe:
+                raise EmbedderError(f"the embedder refuses any text, even one word: {probe}") from exc
+            vectors = self._split_refused(texts, exc)
         return [vector if vector is not None and vector.any() else None for vector in vectors]
 
-    def _refusing_singly(self, texts: Sequence[str]) -> list[np.ndarray | None]:
-        """Vectors (zero rows included), None for each text the model refused."""
+    def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
+        """Vectors (zero rows included) for ``texts``, which the model refused as a
+        batch (``refusal``); None for each text it refuses on its own."""
+        if len(texts) == 1:
+            log.warning("embedder %s refused a text (%s); that memory is found by its words only",
+                        self.description, refusal)
+            return [None]
+        half = len(texts) // 2
+        return self._ask(texts[:half]) + self._ask(texts[half:])
+
+    def _ask(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         try:
             return list(self.embed_checked(texts))
         except EmbedderInputError as exc:
-            if len(texts) == 1:
-                log.warning("embedder %s refused a text (%s); that memory is found by its words only",
-                            self.description, exc)
-                return [None]
-            half = len(texts) // 2
-            return self._refusing_singly(texts[:half]) + self._refusing_singly(texts[half:])
+            return self._split_refused(texts, exc)
 
     def embed_checked(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for ``texts``, one finite row each; any failure raises ``EmbedderError``."""
