@@ -9,6 +9,7 @@ the model is not retried on every call, only after a cool-down.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -43,7 +44,8 @@ class EmbedderSlot:
         self._dimension = _expected_dimension(embedder, recorded)
         if self.signature is not None and self._dimension and not self.signature.get("dimension"):
             self.signature = {**self.signature, "dimension": self._dimension}
-        self._failed_at: float | None = None
+        self._failures = _failures_of(embedder)
+        self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
         self.recovered = False
@@ -71,23 +73,33 @@ class EmbedderSlot:
     def ready(self) -> bool:
         if self.embedder is None:
             return False
-        return self._failed_at is None or time.monotonic() - self._failed_at > RETRY_AFTER_S
+        failed_at = self._failures.get("failed_at")
+        return failed_at is None or time.monotonic() - failed_at > RETRY_AFTER_S
+
+    def retry_now(self) -> None:
+        """Ask a failing model again at the next call, not after its cool-down."""
+        if self._failures.pop("failed_at", None) is not None:
+            self._missed = True
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """A vector for each text, or None: for every text while the embedder is absent
         or failing, for a text the model refuses (see ``vectors_for``). Never raises."""
-        if not self.ready or not texts:
+        if not texts:
+            return []
+        if not self.ready:
+            self._missed = self.embedder is not None
             return [None] * len(texts)
         try:
             return self.vectors_for(texts)
         except EmbedderError as exc:
-            if self._failed_at is None:
+            if self._failures.get("failed_at") is None:
                 log.warning(
                     "embedder %s failed (%s); memories are stored and searchable lexically and "
                     "their vectors will be backfilled; retrying in %.0f s",
                     self.description, exc, RETRY_AFTER_S,
                 )
-            self._failed_at = time.monotonic()
+            self._failures["failed_at"] = time.monotonic()
+            self._missed = True
             return [None] * len(texts)
 
     def vectors_for(self, texts: Sequence[str]) -> list[np.ndarray | None]:
@@ -134,14 +146,30 @@ class EmbedderSlot:
         except Exception as exc:  # a custom embedder's own error: still never lose the write
             raise EmbedderError(f"{type(exc).__name__}: {exc}") from exc
         vectors = _checked(vectors, len(texts), self._dimension)
-        if self._failed_at is not None:
-            self._failed_at, self.recovered = None, True
+        had_failed = self._failures.pop("failed_at", None) is not None
+        if had_failed or self._missed:
+            self._missed, self.recovered = False, True
         if self._dimension is None:
             # A model that tells its size only by answering: its first vectors fix it,
             # here and (with the signature) in the database, so no other size mixes in.
             self._dimension = int(vectors.shape[1])
             self.signature = {**registry.signature(self.embedder), "dimension": self._dimension}
         return vectors
+
+
+# When an endpoint last failed, for every slot of this process that uses it: an MCP
+# server opens an instance per session, and each would otherwise wait out the
+# endpoint's timeout and log the failure again. Other models keep theirs per slot.
+_ENDPOINT_FAILURES: dict[tuple[str, str, str], dict[str, float]] = {}
+_ENDPOINT_FAILURES_LOCK = threading.Lock()
+
+
+def _failures_of(embedder: Embedder | None) -> dict[str, float]:
+    address = getattr(embedder, "base_url", None)
+    if embedder is None or not isinstance(address, str):
+        return {}
+    with _ENDPOINT_FAILURES_LOCK:
+        return _ENDPOINT_FAILURES.setdefault((embedder.name, embedder.model, address), {})
 
 
 def _expected_dimension(embedder: Embedder | None, recorded: dict[str, Any] | None) -> int | None:

@@ -388,8 +388,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         Runs by itself in the background after open, and in sleep; call it to wait for
         it. Raises :class:`EmbedderError` if memories still lack a vector because the
         embedder is failing or not available here (a text the model refused stays
-        without one and is no error).
+        without one and is no error). A failing model is asked again now, whatever
+        its cool-down.
         """
+        self._embedder.retry_now()
         done = self._backfill.run(progress)
         if not self._embedder.ready and (missing := self._store.count_missing_vectors(self._store.newest_seq())):
             why = (f"embedder {self._embedder.description} is failing" if self._embedder.embedder is not None

@@ -194,8 +194,8 @@ def _said(error: urllib.error.HTTPError) -> str:
         return ""
     try:
         text = _message(json.loads(body))
-    except ValueError:
-        text = " ".join(body.split())[:300]
+    except ValueError:  # plain text says something; an HTML error page, only its status
+        text = "" if body.lstrip().startswith("<") else " ".join(body.split())[:300]
     return f" ({text})" if text else ""
 
 
