@@ -247,6 +247,35 @@ def test_stats_name_the_embedder_another_process_switched_to(tmp_path: Path):
             "test-hash:hash-v1-32 (32 dims), not this process's test-hash:hash-v1-64 (64 dims)")
 
 
+def test_a_process_left_on_the_old_model_says_why_it_fills_in_no_vectors(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as long_lived:
+        with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as other:
+            other.reembed(HashEmbedder(32))
+        long_lived.remember("written with the old model, kept without a vector")
+        with pytest.raises(EmbedderError, match="1 memories still have no vector: .*another process switched"):
+            long_lived.backfill_vectors()
+
+
+class LocallyNamed(HashEmbedder):
+    """A user's own on-device model that calls itself "local"."""
+
+    name = "local"
+
+
+def test_a_database_recorded_by_another_local_model_is_not_embedded_by_the_bundled_one(tmp_path: Path, caplog):
+    pytest.importorskip("onnxruntime", reason="the 'local' extra (onnxruntime) is not installed")
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=LocallyNamed(384)) as mem:
+        mem.remember("the font is Inter")
+    with caplog.at_level("WARNING", logger="mnemosyne"), Mnemosyne(db_path=db) as mem:  # the recorded one
+        assert mem.get_stats().embedder == "local:hash-v1-384 (384 dims), unavailable here"
+        assert "'local' builds local:all-MiniLM" in caplog.text
+        mem.remember("invoices go out monthly")
+        with pytest.raises(EmbedderError, match="1 memories still have no vector: no embedder can make them"):
+            mem.backfill_vectors()
+
+
 class ShortRowsEmbedder(HashEmbedder):
     """Drops a row, as a misbehaving embedding server might."""
 

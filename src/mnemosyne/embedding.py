@@ -236,7 +236,14 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
         log.warning("embedder %s is a custom one, not available here; recall is lexical only", spec)
         return EmbedderSlot(None, recorded)
     try:
-        return EmbedderSlot(registry.from_spec(spec), recorded)
+        embedder = registry.from_spec(spec)
     except (MissingDependencyError, EmbedderError) as exc:  # a bad setting (InvalidInputError) is refused
         log.warning("embedder %s is unavailable here (%s); recall is lexical only", spec, exc)
         return EmbedderSlot(None, recorded)
+    if embedder is not None and recorded is not None and not same_embedder(recorded, registry.signature(embedder)):
+        # The spec names another model here (a custom model called "local", or the
+        # bundled one of another release): its vectors would not compare with these.
+        log.warning("embedder %s is not available here (%r builds %s); recall is lexical only",
+                    registry.describe(recorded), spec, registry.describe(registry.signature(embedder)))
+        return EmbedderSlot(None, recorded)
+    return EmbedderSlot(embedder, recorded)

@@ -20,6 +20,7 @@ from .core.consolidation import SHARED_SESSION, SleepPolicy
 from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
+from .core.signature import same_embedder
 from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp, time_range, zone_of
 from .core.validation import (
     check_content,
@@ -393,11 +394,22 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         """
         self._embedder.retry_now()
         done = self._backfill.run(progress)
-        if not self._embedder.ready and (missing := self._store.count_missing_vectors(self._store.newest_seq())):
-            why = (f"embedder {self._embedder.description} is failing" if self._embedder.embedder is not None
-                   else f"no embedder can make them here ({self._embedder.description})")
+        why = self._why_no_vectors()
+        if why is not None and (missing := self._store.count_missing_vectors(self._store.newest_seq())):
             raise EmbedderError(f"{missing} memories still have no vector: {why}; they are found by their words")
         return done
+
+    def _why_no_vectors(self) -> str | None:
+        """Why this process cannot give memories their vectors now, if it cannot."""
+        slot, recorded = self._embedder, self._store.recorded_embedder()
+        if recorded is not None and slot.signature is not None and not same_embedder(recorded, slot.signature):
+            return (f"this database's vectors are now made by {slot.describe_for(recorded)} (another "
+                    "process switched models); reopen it to use that model")
+        if slot.ready:
+            return None
+        if slot.embedder is not None:
+            return f"embedder {slot.description} is failing"
+        return f"no embedder can make them here ({slot.description})"
 
     def reembed(
         self, embedder: str | Embedder, progress: Progress | None = None
