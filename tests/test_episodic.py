@@ -75,6 +75,19 @@ def test_explicit_episode_stays_open_until_the_block_ends(mem: Mnemosyne):
     assert episode.summary.content.startswith("Summary of 'long job' (4 events")
 
 
+def test_an_episode_whose_row_a_restore_took_away_ends_named(mem: Mnemosyne, tmp_path: Path):
+    from mnemosyne.dr.recovery import create_backup, restore_backup
+
+    mem.remember("made before the backup")
+    create_backup(mem.db_path, tmp_path / "b.bak")
+    with mem.episode("deploy v2") as episode_id:
+        mem.remember("deploy step one")
+        restore_backup(tmp_path / "b.bak", mem.db_path)  # an operator's, while the block runs
+        step_two = mem.remember("deploy step two")
+    (episode,) = [e for e in mem.episodes() if step_two in e.event_ids]
+    assert (episode.id, episode.label, episode.closed) == (episode_id, "deploy v2", True)
+
+
 def test_episodes_are_per_thread(mem: Mnemosyne):
     import threading
 

@@ -76,7 +76,7 @@ class EpisodicMixin:
         """
         label = check_label(label, "label")
         episode_id = new_id()
-        self._episodic.start_episode(episode_id, self.session_id, label)
+        started_at = self._episodic.start_episode(episode_id, self.session_id, label)
         current = _OpenEpisode(episode_id)
         token = self._current_episode.set(current)
         block_error: BaseException | None = None
@@ -91,7 +91,8 @@ class EpisodicMixin:
             try:
                 # Its error names what failed: recording the end, after the memories.
                 self._episodic.end_episode(
-                    episode_id, f"record the end of episode {label!r} (all remembered inside it is stored)"
+                    episode_id, self.session_id, label, started_at,
+                    f"record the end of episode {label!r} (all remembered inside it is stored)",
                 )
             except MnemosyneError as error:
                 if block_error is None:

@@ -19,16 +19,28 @@ class EpisodicStore:
     def __init__(self, store: SQLiteStore) -> None:
         self._db = store._db
 
-    def start_episode(self, episode_id: str, session_id: str, label: str) -> None:
+    def start_episode(self, episode_id: str, session_id: str, label: str) -> float:
+        """Record an episode as begun; return when."""
+        started_at = time.time()
         with self._db.write("start an episode") as conn:
             conn.execute(
                 "INSERT INTO episodes (id, session_id, label, started_at) VALUES (?, ?, ?, ?)",
-                (episode_id, session_id, label, time.time()),
+                (episode_id, session_id, label, started_at),
             )
+        return started_at
 
-    def end_episode(self, episode_id: str, action: str = "end an episode") -> None:
+    def end_episode(
+        self, episode_id: str, session_id: str, label: str, started_at: float, action: str = "end an episode"
+    ) -> None:
+        """Record an episode as ended, and as begun again if its row is gone: a backup
+        restored while its block ran holds no row for it, and the memories written
+        since would name an episode with no label that never ends."""
         with self._db.write(action) as conn:
-            conn.execute("UPDATE episodes SET ended_at = ? WHERE id = ?", (time.time(), episode_id))
+            conn.execute(
+                "INSERT INTO episodes (id, session_id, label, started_at, ended_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET ended_at = excluded.ended_at",
+                (episode_id, session_id, label, started_at, time.time()),
+            )
 
     def tag_episode(self, memory_ids: Sequence[str], episode_id: str) -> None:
         with self._db.write("tag memories with their episode") as conn:
