@@ -107,10 +107,7 @@ def _exchange(request: urllib.request.Request, timeout: float) -> bytes:
     that trickles its headers or body byte by byte has its connection closed at the
     deadline (a socket timeout alone bounds each wait, not their sum)."""
     sockets: list[socket.socket] = []
-    opener = urllib.request.build_opener(
-        _NoRedirects, _Watched.handler(urllib.request.HTTPHandler, http.client.HTTPConnection, sockets),
-        _Watched.handler(urllib.request.HTTPSHandler, http.client.HTTPSConnection, sockets),
-    )
+    opener = urllib.request.build_opener(_NoRedirects, _WatchedHTTP(sockets), _WatchedHTTPS(sockets))
     expired = threading.Event()
 
     def cut() -> None:
@@ -147,27 +144,40 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
             "as the base URL", headers, fp)
 
 
-class _Watched:
-    """Connections whose sockets the deadline can close."""
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    """Opens connections whose sockets ``sockets`` collects, for the deadline to close."""
 
-    @staticmethod
-    def handler(
-        base: type[urllib.request.AbstractHTTPHandler], connection: type[http.client.HTTPConnection],
-        sockets: list[socket.socket],
-    ) -> urllib.request.BaseHandler:
-        class Connection(connection):  # type: ignore[valid-type, misc]
-            def connect(self) -> None:
-                super().connect()
-                sockets.append(self.sock)
+    def __init__(self, sockets: list[socket.socket]) -> None:
+        super().__init__()
+        self._sockets = sockets
 
-        protocol = "https" if connection is http.client.HTTPSConnection else "http"
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_collecting(http.client.HTTPConnection, self._sockets), req)
 
-        class Handler(base):  # type: ignore[valid-type, misc]
-            def open_with(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-                return self.do_open(Connection, req)
 
-        setattr(Handler, f"{protocol}_open", Handler.open_with)
-        return Handler()
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    """:class:`_WatchedHTTP` for https."""
+
+    def __init__(self, sockets: list[socket.socket]) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            _collecting(http.client.HTTPSConnection, self._sockets), req,
+            context=self._context,  # type: ignore[attr-defined]
+        )
+
+
+def _collecting(
+    connection: type[http.client.HTTPConnection], sockets: list[socket.socket]
+) -> type[http.client.HTTPConnection]:
+    class Collecting(connection):  # type: ignore[valid-type, misc]
+        def connect(self) -> None:
+            super().connect()
+            sockets.append(self.sock)
+
+    return Collecting
 
 
 def _embeddings(payload: object, count: int) -> list[list[float]]:
