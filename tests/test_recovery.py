@@ -563,10 +563,16 @@ def manifest_with_wrong_types(good: Path, work: Path) -> Path:
     return bad
 
 
+def manifest_nested_deep(good: Path, work: Path) -> Path:
+    bad = copy_backup(good, work / "nested.bak", with_manifest=False)
+    manifest_path(bad).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    return bad
+
+
 BAD_BACKUPS = [
     corrupt, truncated, truncated_with_matching_manifest, random_bytes, text_file,
     text_file_with_matching_manifest, without_manifest, manifest_of_another_backup, unreadable_manifest,
-    manifest_with_wrong_types,
+    manifest_with_wrong_types, manifest_nested_deep,
 ]
 
 
@@ -670,6 +676,71 @@ def test_restore_over_a_database_with_a_damaged_page_works(tmp_path: Path) -> No
     restore_backup(backup_path=backup, db_path=target)  # the reason restore exists
     with Mnemosyne(session_id="s1", db_path=target) as mem:
         assert mem.get_stats().total == len(ids)
+
+
+def test_a_restore_over_a_database_another_process_keeps_locked_changes_nothing(tmp_path: Path) -> None:
+    from mnemosyne import DatabaseBusyError
+
+    db = tmp_path / "m.db"
+    seed(db)
+    backup = tmp_path / "b.bak"
+    create_backup(db_path=db, backup_path=backup)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sqlite3, sys, time
+        conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        conn.execute("BEGIN IMMEDIATE"); conn.execute("COMMIT")  # keeps the file locked
+        print("holding", flush=True)
+        time.sleep(60)
+    """), str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        before = sorted(p.name for p in tmp_path.iterdir())
+        with pytest.raises(DatabaseBusyError):
+            restore_backup(backup_path=backup, db_path=db, busy_timeout=0.5)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before  # not moved aside as unreadable
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_backup_of_a_damaged_database_is_refused_not_recorded(tmp_path: Path) -> None:
+    from mnemosyne import CorruptDatabaseError
+
+    db = tmp_path / "m.db"
+    seed(db, count=200)
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'audit_log'").fetchone()
+    conn.close()
+    data = bytearray(db.read_bytes())
+    data[(root - 1) * page_size + 8: root * page_size] = b"\xff" * (page_size - 8)  # a page, not the header
+    db.write_bytes(bytes(data))
+    with pytest.raises((BackupError, CorruptDatabaseError), match="integrity"):
+        create_backup(db_path=db, backup_path=tmp_path / "b.bak")
+    assert not (tmp_path / "b.bak").exists() and not manifest_path(tmp_path / "b.bak").exists()
+
+
+def test_a_restore_the_disk_cannot_hold_is_a_typed_error_and_changes_nothing(tmp_path: Path) -> None:
+    from mnemosyne import DiskFullError
+
+    source = tmp_path / "source.db"
+    seed(source, count=300)
+    create_backup(db_path=source, backup_path=tmp_path / "b.bak")
+    limited = textwrap.dedent("""
+        import resource, sys
+        from mnemosyne import MnemosyneError
+        from mnemosyne.dr.recovery import restore_backup
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))  # a file size limit, as a full disk
+        try:
+            restore_backup(sys.argv[1], sys.argv[2])
+        except MnemosyneError as error:
+            print(type(error).__name__)
+    """)
+    done = subprocess.run([sys.executable, "-c", limited, str(tmp_path / "b.bak"), str(tmp_path / "new" / "m.db")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == DiskFullError.__name__, done.stderr
+    assert list((tmp_path / "new").iterdir()) == []
 
 
 def test_backup_path_with_uri_special_characters(db_path: Path, tmp_path: Path) -> None:

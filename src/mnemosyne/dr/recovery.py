@@ -28,6 +28,7 @@ from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from ..core.validation import check_seconds
 from ..errors import (
     BackupError,
     DatabaseBusyError,
@@ -74,14 +75,15 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
     source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")
     if not source.is_file():
         raise BackupError(f"there is no database at {source} to back up", source)
-    manifest = _snapshot(source, target)
+    manifest = _snapshot(source, target, checked=True)
     if manifest.schema_version == LATEST_VERSION:
         _record_backup_time(source)
     return manifest
 
 
-def _snapshot(source: Path, target: Path) -> BackupManifest:
-    """Copy the database at ``source``, as committed, to a new backup at ``target``."""
+def _snapshot(source: Path, target: Path, checked: bool = False) -> BackupManifest:
+    """Copy the database at ``source``, as committed, to a new backup at ``target``
+    (that passes SQLite's integrity check, if ``checked``)."""
     check_backup_target(source, target)  # before the source is even opened
     try:
         conn = open_read_only(source)
@@ -93,7 +95,7 @@ def _snapshot(source: Path, target: Path) -> BackupManifest:
         except sqlite3.Error as exc:
             raise translate(exc, source, "read the database to back up") from exc
         try:
-            return write_backup(conn, source, target)
+            return write_backup(conn, source, target, checked=checked)
         except (OSError, sqlite3.Error) as exc:
             raise BackupError(f"cannot write the backup {target}: {exc}; nothing was written", target) from exc
 
@@ -155,7 +157,9 @@ def verify_backup(backup_path: str | Path) -> BackupManifest:
     return manifest
 
 
-def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManifest:
+def restore_backup(
+    backup_path: str | Path, db_path: str | Path, *, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S
+) -> BackupManifest:
     """Replace ``db_path`` with the verified backup; return the backup's manifest.
 
     The backup is verified, copied next to the target, verified again, upgraded to
@@ -169,25 +173,23 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     write committed before the restore is lost. An interrupted restore changes
     nothing. An unreadable target is moved aside with its ``-wal``/``-shm`` files
     and the restored file renamed into place: stop the processes using it first,
-    as they would go on writing to the file moved aside.
+    as they would go on writing to the file moved aside. A target other processes
+    keep locked longer than ``busy_timeout`` seconds raises :class:`DatabaseBusyError`
+    and is left as it is.
     """
     backup, target = _as_path(backup_path, "backup_path"), _as_path(db_path, "db_path")
+    busy_timeout = check_seconds(busy_timeout, "busy_timeout")
     manifest = verify_backup(backup)
     if target.is_dir():
         raise InvalidInputError(f"db_path {target} is a directory; pass the database file path")
     _refuse_foreign_target(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned_stages(target)
     mark = None
     try:
         with _stage(target) as staged:
-            shutil.copyfile(backup, staged)
-            fsync_file(staged)
-            if sha256_of(staged)[0] != manifest.sha256:
-                raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
+            _copy_to_stage(backup, staged, manifest)
             mark = _mark_restored(staged, backup, manifest)
-            if _is_healthy_database(target):
-                _copy_into_live(staged, target)
+            if _is_healthy_database(target, busy_timeout):
+                _copy_into_live(staged, target, busy_timeout)
             else:
                 _swap_file(staged, target)
     except KeyboardInterrupt:
@@ -199,6 +201,16 @@ def restore_backup(backup_path: str | Path, db_path: str | Path) -> BackupManife
     return manifest
 
 
+def _copy_to_stage(backup: Path, staged: Path, manifest: BackupManifest) -> None:
+    try:
+        shutil.copyfile(backup, staged)
+        fsync_file(staged)
+    except OSError as exc:  # a full disk, a file size limit
+        raise translate(exc, staged, f"copy {backup} beside the database (nothing was restored)") from exc
+    if sha256_of(staged)[0] != manifest.sha256:
+        raise BackupError(f"copying {backup} to {staged} changed its content; check the disk", staged)
+
+
 @contextmanager
 def _stage(target: Path) -> Iterator[Path]:
     """A new file beside ``target`` to copy the backup into, removed afterwards (with
@@ -206,7 +218,12 @@ def _stage(target: Path) -> Iterator[Path]:
     runs: another restore, even from another container, tells it from one that a
     killed restore left."""
     staged = target.with_name(f".{target.name}.restore-{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    lock = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_stages(target)
+        lock = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:  # a read-only folder
+        raise translate(exc, staged, "stage the backup beside the database (nothing was restored)") from exc
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield staged
@@ -283,13 +300,13 @@ def _schema_version_on_disk(path: Path) -> int:
 _BUSY = (5, 6)
 
 
-def _copy_into_live(staged: Path, target: Path) -> None:
+def _copy_into_live(staged: Path, target: Path, busy_timeout: float) -> None:
     """Overwrite a healthy database in place, as one transaction other processes
     respect, saving it first as it is once that transaction holds its write lock."""
     safety_copy = target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak")
     check_backup_target(target, safety_copy)
     saved = False
-    deadline = time.monotonic() + DEFAULT_BUSY_TIMEOUT_S
+    deadline = time.monotonic() + busy_timeout
 
     def save_first(status: int, remaining: int, total: int) -> None:
         # SQLite's backup holds the target's write lock from its first successful
@@ -306,7 +323,7 @@ def _copy_into_live(staged: Path, target: Path) -> None:
     # mode=rw: a staged copy gone missing is an error, never a new empty database.
     source = sqlite3.connect(staged.resolve().as_uri() + "?mode=rw", uri=True)
     try:
-        store = SQLiteStore(target)
+        store = SQLiteStore(target, busy_timeout)
         try:
             # One page per step, so the first step cannot finish the copy before the
             # target is saved.
@@ -384,7 +401,7 @@ def _read_manifest(backup: Path) -> BackupManifest:
         )
     try:
         manifest = BackupManifest(**json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise BackupError(f"the manifest {path} is unreadable: {exc}", backup) from exc
     for name, kind in _MANIFEST_TYPES.items():
         value = getattr(manifest, name)
@@ -416,20 +433,26 @@ def _check_database(path: Path) -> None:
         raise BackupError(f"{path} fails SQLite's integrity check: {result[:3]}", path)
 
 
-def _is_healthy_database(path: Path) -> bool:
+def _is_healthy_database(path: Path, busy_timeout: float) -> bool:
     """Whether ``path`` opens as a Mnemosyne database and passes SQLite's quick check.
 
     A damaged page behind an intact header must count as unhealthy: that is the
-    database restore exists for, and it cannot be backed up first.
+    database restore exists for, and it cannot be backed up first. A database
+    another process holds locked, or one this process may not write, is not a
+    damaged one: those errors propagate, and the target is left as it is.
     """
     if not path.is_file():
         return False
     try:
-        store = SQLiteStore(path)
+        store = SQLiteStore(path, busy_timeout)
+    except (DatabaseBusyError, ReadOnlyDatabaseError):
+        raise
     except MnemosyneError:
         return False
     try:
         return [tuple(row) for row in store.connection().execute("PRAGMA quick_check")] == [("ok",)]
+    except (DatabaseBusyError, ReadOnlyDatabaseError):
+        raise
     except (MnemosyneError, sqlite3.Error):
         return False
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from sqlite3 import Connection
 
 from ... import __version__
 from ...core.timeutil import from_timestamp
-from ...errors import InvalidInputError
+from ...errors import BackupError, InvalidInputError
 from .connection import open_read_only
 from .snapshot import fsync_dir, fsync_file, snapshot
 
@@ -50,10 +51,13 @@ def manifest_path(backup_path: str | Path) -> Path:
     return path.with_name(path.name + MANIFEST_SUFFIX)
 
 
-def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest:
+def write_backup(conn: Connection, source: Path, target: Path, *, checked: bool = False) -> BackupManifest:
     """Copy the database behind ``conn`` (the file ``source``) to a new ``target``.
 
-    Writes the snapshot, then its manifest, and returns the manifest. Never replaces
+    Writes the snapshot, then its manifest, and returns the manifest. ``checked``:
+    the snapshot must pass SQLite's integrity check first, or it is removed and
+    :class:`BackupError` raised: a copy of a damaged page could never be restored,
+    and its manifest would tell monitoring a backup was made. Never replaces
     anything: a ``target`` or manifest that exists, a ``target`` that is one of the
     database's own files, or a ``target`` that is itself a manifest name raises
     :class:`InvalidInputError` before anything is written. OS and SQLite errors
@@ -69,12 +73,29 @@ def write_backup(conn: Connection, source: Path, target: Path) -> BackupManifest
         raise InvalidInputError(_exists(target)) from exc
     try:
         snapshot(conn, target)
+        if checked:
+            _check_copy(target, source)
         manifest = _describe(target, source)
         _write_manifest(target, manifest)
     except BaseException:
         target.unlink(missing_ok=True)
         raise
     return manifest
+
+
+def _check_copy(copy: Path, source: Path) -> None:
+    conn = open_read_only(copy)
+    try:
+        problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)")]
+    except sqlite3.DatabaseError as exc:  # too damaged to list what is wrong
+        problems = [str(exc)]
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        raise BackupError(
+            f"{source} fails SQLite's integrity check ({'; '.join(problems)}), so a copy of it could not be "
+            "restored; no backup was made: run `mnemosyne doctor`, or restore an earlier backup", source
+        )
 
 
 def database_files(database: Path) -> set[Path]:
