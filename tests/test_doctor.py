@@ -57,8 +57,8 @@ def test_a_healthy_database(db: Path):
     assert isinstance(report, DoctorReport) and report.ok, report.problems
     names = [c.name for c in report.checks]
     assert names == [
-        "file", "integrity", "schema", "index:memories_fts", "index:memories_context_fts", "rows",
-        "audit coverage", "lost memories"]
+        "file", "integrity", "schema", "index:memories_fts", "index:memories_context_fts",
+        "index:memory_vectors", "rows", "audit coverage", "lost memories"]
     assert report.schema_version == report.latest_schema_version
     assert json.loads(json.dumps(report.to_dict()))["ok"] is True
 
@@ -134,6 +134,22 @@ def test_a_damaged_file_is_reported_and_not_repaired(tmp_path: Path, db: Path):
     assert "not a SQLite database" in doctor.diagnose(garbage).problems[0].detail
     assert doctor.diagnose(tmp_path / "missing.db").problems[0].name == "file"
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_a_damaged_vector_is_found_and_dropped_and_its_memory_embedded_again(db: Path):
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE memory_vectors SET vector = x'0102' WHERE seq = (SELECT min(seq) FROM memory_vectors)")
+        vectors = conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        assert len(mem.recall("quarterly budget", top_k=50)) == 29  # not a crash of every recall
+    (problem,) = doctor.diagnose(db).problems
+    assert problem.name == "index:memory_vectors" and "1 vector(s) of the wrong size" in problem.detail
+    assert doctor.repair(db).ok
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        assert mem.backfill_vectors() == 1
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0] == vectors
+    assert doctor.diagnose(db).ok
 
 
 def test_other_derived_indexes_register_in_one_place(db: Path, monkeypatch: pytest.MonkeyPatch):

@@ -13,6 +13,7 @@ write transaction on the real database.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,9 +65,31 @@ def fts_rebuilder(fts: str) -> Callable[[sqlite3.Connection], None]:
     return rebuild
 
 
+def _damaged_vectors(conn: sqlite3.Connection) -> str:
+    """Where a stored vector is not one of the recorded embedder's (float16, its
+    dimension): truncated or overwritten, it would be read as another vector."""
+    recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    try:
+        dimension = int(json.loads(recorded[0]).get("dimension") or 0) if recorded else 0
+    except (ValueError, TypeError, AttributeError):
+        dimension = 0
+    return f"length(vector) != {2 * dimension}" if dimension else "0"
+
+
+def vector_problems(conn: sqlite3.Connection) -> list[str]:
+    damaged = conn.execute(f"SELECT count(*) FROM memory_vectors WHERE {_damaged_vectors(conn)}").fetchone()[0]
+    return [f"{damaged} vector(s) of the wrong size; repair drops them and the backfill embeds "
+            "their memories again"] if damaged else []
+
+
+def drop_damaged_vectors(conn: sqlite3.Connection) -> None:
+    conn.execute(f"DELETE FROM memory_vectors WHERE {_damaged_vectors(conn)}")
+
+
 DERIVED_INDEXES: tuple[DerivedIndex, ...] = (
     DerivedIndex("memories_fts", "memories_fts", fts_checker("memories_fts"), fts_rebuilder("memories_fts")),
     DerivedIndex("memories_context_fts", "memories_context_fts", context_problems, refresh_all_contexts),
+    DerivedIndex("memory_vectors", "memory_vectors", vector_problems, drop_damaged_vectors),
 )
 
 

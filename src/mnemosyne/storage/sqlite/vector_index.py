@@ -114,12 +114,14 @@ class VectorIndex:
             if epoch != self._epoch:
                 self._clear()
                 self._epoch = epoch
+            # A vector of another length is damaged (``mnemosyne doctor`` finds it):
+            # its memory is left to words rather than failing every recall.
             rows = conn.execute(
                 "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, "
                 "m.valid_until "
                 "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
-                "WHERE v.seq > ? ORDER BY v.seq",
-                (self._max_seq,),
+                "WHERE v.seq > ? AND length(v.vector) = ? ORDER BY v.seq",
+                (self._max_seq, 2 * self.dimension),  # float16
             ).fetchall()
             if rows:
                 self._append(rows)
