@@ -743,6 +743,22 @@ def test_a_restore_the_disk_cannot_hold_is_a_typed_error_and_changes_nothing(tmp
     assert list((tmp_path / "new").iterdir()) == []
 
 
+def test_a_backup_of_another_page_size_restores_over_a_live_database(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    ids = seed(source, count=10)
+    conn = sqlite3.connect(source, isolation_level=None)  # as older SQLite releases made them
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("PRAGMA page_size = 1024")
+    conn.execute("VACUUM")
+    conn.close()
+    create_backup(db_path=source, backup_path=tmp_path / "b.bak")
+    live = tmp_path / "live.db"
+    seed(live, count=3, session="live")
+    with Mnemosyne(session_id="s1", db_path=live) as mem:
+        restore_backup(backup_path=tmp_path / "b.bak", db_path=live)
+        assert sorted(m.id for m in mem.recall("seeded kestrels", top_k=20)) == sorted(ids)
+
+
 def test_backup_path_with_uri_special_characters(db_path: Path, tmp_path: Path) -> None:
     seed(db_path, count=2)
     backup = tmp_path / "weekly #1 100%.bak"

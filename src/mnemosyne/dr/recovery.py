@@ -189,6 +189,7 @@ def restore_backup(
             _copy_to_stage(backup, staged, manifest)
             mark = _mark_restored(staged, backup, manifest)
             if _is_healthy_database(target, busy_timeout):
+                _match_page_size(staged, target)
                 _copy_into_live(staged, target, busy_timeout)
             else:
                 _swap_file(staged, target)
@@ -284,12 +285,17 @@ def _refuse_foreign_target(target: Path) -> None:
 
 
 def _schema_version_on_disk(path: Path) -> int:
-    """The ``user_version`` in the file's header (0 if unreadable), through SQLite: a
-    plain ``open()`` and close would drop this process's SQLite locks on the file."""
+    """The ``user_version`` in the file's header (0 if unreadable)."""
+    return _read_pragma(path, "user_version")
+
+
+def _read_pragma(path: Path, pragma: str) -> int:
+    """A number from the file's header (0 if unreadable), through SQLite: a plain
+    ``open()`` and close would drop this process's SQLite locks on the file."""
     try:
         conn = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
         try:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+            return int(conn.execute(f"PRAGMA {pragma}").fetchone()[0])
         finally:
             conn.close()
     except sqlite3.Error:
@@ -334,6 +340,24 @@ def _copy_into_live(staged: Path, target: Path, busy_timeout: float) -> None:
         raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
     finally:
         source.close()
+
+
+def _match_page_size(staged: Path, target: Path) -> None:
+    """Give the staged copy the target's page size: SQLite's backup cannot change the
+    page size of a database in WAL mode (a backup made by an older SQLite, whose
+    default was 1024 bytes, could not be restored over a live database)."""
+    wanted = _read_pragma(target, "page_size")
+    conn = sqlite3.connect(staged, isolation_level=None)
+    try:
+        if wanted and conn.execute("PRAGMA page_size").fetchone()[0] != wanted:
+            conn.execute("PRAGMA journal_mode = DELETE")  # a page size cannot change in WAL mode
+            conn.execute(f"PRAGMA page_size = {int(wanted)}")
+            conn.execute("VACUUM")
+    except sqlite3.Error as exc:
+        raise BackupError(f"cannot give the staged copy {staged} the page size of {target}: {exc}; "
+                          "nothing was restored", staged) from exc
+    finally:
+        conn.close()
 
 
 def _swap_file(staged: Path, target: Path) -> None:
