@@ -198,6 +198,9 @@ def test_backup_of_a_missing_database_or_onto_itself_is_refused(tmp_path: Path, 
         create_backup(db_path=db_path, backup_path=db_path)
     with pytest.raises(BackupError):
         verify_backup(tmp_path / "absent.bak")
+    with pytest.raises(InvalidInputError, match="names a folder"):  # one that does not exist yet
+        create_backup(db_path=db_path, backup_path=f"{tmp_path}/backups/")
+    assert not (tmp_path / "backups").exists()
 
 
 def test_a_backup_never_replaces_a_file(db_path: Path, tmp_path: Path) -> None:

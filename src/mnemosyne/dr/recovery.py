@@ -486,4 +486,6 @@ def _is_healthy_database(path: Path, busy_timeout: float) -> bool:
 def _as_path(value: object, name: str) -> Path:
     if not isinstance(value, (str, Path)) or not str(value).strip():
         raise InvalidInputError(f"{name} must be a non-empty str or Path, got {value!r}")
+    if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop it, and name a file
+        raise InvalidInputError(f"{name} {value!r} names a folder; name a file in it")
     return Path(value).expanduser()
