@@ -100,25 +100,26 @@ def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db
     import subprocess
     import sys
 
-    # Killed after the copy is written, before it takes its name: the claimed name
-    # (empty) and the complete temporary copy are left, and no manifest.
+    # Killed after the copy is written, before it takes its name (then before its
+    # manifest is written): a complete temporary copy is left, then a copy alone.
     killed_mid_copy = (
         "import os, signal, sys\n"
-        "import mnemosyne.storage.sqlite.snapshot as snapshot\n"
+        "import mnemosyne.storage.sqlite.{module} as module\n"
         "class Os:\n"
         "    def __getattr__(self, name):\n"
         "        return getattr(os, name)\n"
-        "    def replace(self, *args):\n"
+        "    def {call}(self, *args):\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "snapshot.os = Os()\n"
+        "module.os = Os()\n"
         "from mnemosyne import Mnemosyne\n"
         "Mnemosyne(db_path=sys.argv[1])\n"
     )
-    for _ in range(2):  # each attempt first removes what the last one left
-        killed = subprocess.run([sys.executable, "-c", killed_mid_copy, str(v1_db)], timeout=120)
+    for module, call, left_behind in [("snapshot", "link", [".tmp"]), ("backup_file", "replace", [".bak", ".tmp"])]:
+        code = killed_mid_copy.format(module=module, call=call)
+        killed = subprocess.run([sys.executable, "-c", code, str(v1_db)], timeout=120)
         assert killed.returncode == -9
-        left = sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name)
-        assert len(left) == 2 and left[0].endswith(".tmp") and not left[1].endswith(".tmp")
+        # Each attempt first removes what the last one left.
+        assert sorted(p.suffix for p in v1_db.parent.iterdir() if "pre-v" in p.name) == left_behind
     with Mnemosyne(db_path=v1_db) as mem:
         assert mem.get_stats().total == 4
     (copy,) = v1_db.parent.glob("old.db.pre-v*.bak")

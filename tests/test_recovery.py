@@ -762,6 +762,31 @@ def test_a_backup_of_another_page_size_restores_over_a_live_database(tmp_path: P
         assert sorted(m.id for m in mem.recall("seeded kestrels", top_k=20)) == sorted(ids)
 
 
+def test_a_killed_backup_leaves_its_path_free_and_the_next_one_removes_its_copy(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    seed(db, count=50)
+    killed_before_naming = textwrap.dedent("""
+        import os, signal, sys
+        import mnemosyne.storage.sqlite.snapshot as snapshot
+        class Os:
+            def __getattr__(self, name):
+                return getattr(os, name)
+            def link(self, *args):  # the copy is complete, not yet named
+                os.kill(os.getpid(), signal.SIGKILL)
+        snapshot.os = Os()
+        from mnemosyne.dr.recovery import create_backup
+        create_backup(sys.argv[1], sys.argv[2])
+    """)
+    backups = tmp_path / "backups"
+    done = subprocess.run([sys.executable, "-c", killed_before_naming, str(db), str(backups / "nightly.bak")],
+                          timeout=60)
+    assert done.returncode == -9
+    (left,) = backups.iterdir()
+    assert left.name.startswith(".nightly.bak.") and left.name.endswith(".tmp")
+    create_backup(db_path=db, backup_path=backups / "nightly.bak")  # the path is free
+    assert sorted(p.name for p in backups.iterdir()) == ["nightly.bak", "nightly.bak.manifest.json"]
+
+
 def test_backup_path_with_uri_special_characters(db_path: Path, tmp_path: Path) -> None:
     seed(db_path, count=2)
     backup = tmp_path / "weekly #1 100%.bak"

@@ -24,7 +24,7 @@ from ... import __version__
 from ...core.timeutil import from_timestamp
 from ...errors import BackupError, InvalidInputError
 from .connection import open_read_only
-from .snapshot import fsync_dir, fsync_file, snapshot
+from .snapshot import fsync_dir, fsync_file, publish, temporary_copy, temporary_file
 
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FORMAT = 1
@@ -65,17 +65,15 @@ def write_backup(conn: Connection, source: Path, target: Path, *, checked: bool 
     """
     check_backup_target(source, target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Claiming the name first makes two backups racing for one path fail, rather
-    # than the second silently replacing the first.
-    try:
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    except FileExistsError as exc:
-        raise InvalidInputError(_exists(target)) from exc
-    try:
-        snapshot(conn, target)
+    with temporary_copy(conn, target) as copy:
         if checked:
-            _check_copy(target, source)
-        manifest = _describe(target, source)
+            _check_copy(copy, source)
+        manifest = _describe(copy, source)
+        try:
+            publish(copy, target)
+        except FileExistsError as exc:  # another backup took the name meanwhile
+            raise InvalidInputError(_exists(target)) from exc
+    try:
         _write_manifest(target, manifest)
     except BaseException:
         target.unlink(missing_ok=True)
@@ -151,13 +149,10 @@ def _describe(backup: Path, source: Path) -> BackupManifest:
 
 def _write_manifest(backup: Path, manifest: BackupManifest) -> None:
     path = manifest_path(backup)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with temporary_file(path) as tmp:
         tmp.write_text(json.dumps(asdict(manifest), indent=2) + "\n", encoding="utf-8")
         fsync_file(tmp)
         os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
 
 

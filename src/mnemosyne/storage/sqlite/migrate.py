@@ -81,8 +81,9 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
 
 
 def _remove_abandoned_copies(path: Path) -> None:
-    """Delete what upgrades killed while copying the database aside left beside it:
-    a copy with no manifest (written last) and the temporary file of a copy.
+    """Delete the copies that upgrades killed while copying the database aside left
+    beside it with no manifest (written last; their temporary files go with the
+    next copy, see ``snapshot.remove_abandoned``).
 
     Only called under the write lock an upgrade takes: no other upgrade of this
     database is copying now, so an incomplete copy is one nobody will finish. The
@@ -91,8 +92,6 @@ def _remove_abandoned_copies(path: Path) -> None:
     for copy in path.parent.glob(f"{glob.escape(path.name)}.pre-v*.bak"):
         if not manifest_path(copy).exists():
             copy.unlink(missing_ok=True)
-    for temporary in path.parent.glob(f".{glob.escape(path.name)}.pre-v*.tmp"):
-        temporary.unlink(missing_ok=True)
 
 
 def _copy_aside(path: Path, safety_copy: Path) -> None:
