@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from mnemosyne import Mnemosyne
@@ -114,14 +115,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 30, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            log = process.stderr.read().decode() if process.stderr else ""
-            raise AssertionError(f"server exited early: {log}")
+            log = process.stderr.read() if process.stderr else ""
+            raise AssertionError(f"server exited early: {log!r}")
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            socket.create_connection((host, port), timeout=0.2).close()
             return
         except OSError:
             time.sleep(0.05)
@@ -165,7 +166,36 @@ def test_streamable_http(tmp_path: Path):
         assert window.access_count >= 1
 
 
-def test_a_stdio_server_stops_at_sigterm_with_its_client_connected(tmp_path: Path):
+def test_the_address_an_http_server_prints_is_one_a_client_can_use(tmp_path: Path):
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *server_command(tmp_path / "memories.db", "--http", "--host", "::1", "--port", str(port))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    try:
+        assert process.stderr is not None
+        url = process.stderr.readline().split(" at ")[-1].strip()
+        assert url == f"http://[::1]:{port}/mcp"
+        wait_for_port(port, process, host="::1")
+
+        async def main() -> None:
+            with anyio.fail_after(60):
+                async with Client(url) as client:
+                    assert await call(client, "stats")
+
+        anyio.run(main)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+
+
+@pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_a_stdio_server_stops_at_sigterm_or_ctrl_c_with_its_client_connected(tmp_path: Path, stop, exit_code):
     db = tmp_path / "memories.db"
     process = subprocess.Popen([sys.executable, *server_command(db)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
@@ -189,8 +219,8 @@ def test_a_stdio_server_stops_at_sigterm_with_its_client_connected(tmp_path: Pat
         ):
             send({"id": number, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
             assert "result" in answer()
-        process.send_signal(signal.SIGTERM)  # the client is still connected: stdin stays open
-        assert process.wait(timeout=15) == 0
+        process.send_signal(stop)  # the client is still connected: stdin stays open
+        assert process.wait(timeout=15) == exit_code
     finally:
         if process.poll() is None:
             process.kill()

@@ -98,13 +98,17 @@ def serve(
     if threading.current_thread() is threading.main_thread():
         # A stop request (docker stop, systemd) must not lose the recall counts still
         # buffered: they are written before the process ends.
-        signal.signal(signal.SIGTERM, functools.partial(_stop_requested, sessions, http))
+        stop = functools.partial(_stop_requested, sessions, http)
+        signal.signal(signal.SIGTERM, stop)
+        if not http:  # Ctrl-C too: KeyboardInterrupt would wait for the thread reading stdin
+            signal.signal(signal.SIGINT, stop)
     try:
         if http:
             if host not in ("127.0.0.1", "localhost", "::1"):
                 logger.warning("listening on %s without authentication: anyone who can reach it can read "
                                "and change every memory", host)
-            print(f"mnemosyne mcp: serving {served} at http://{host}:{port}/mcp", file=sys.stderr)
+            address = f"[{host}]" if ":" in host else host  # an IPv6 literal, as a URL writes it
+            print(f"mnemosyne mcp: serving {served} at http://{address}:{port}/mcp", file=sys.stderr)
             anyio.run(_serve_http, server, host, port)
         else:
             anyio.run(_serve_stdio, server)
@@ -124,7 +128,7 @@ def _stop_requested(sessions: Sessions, http: bool, signum: int, frame: object) 
     try:
         sessions.close()
     finally:
-        os._exit(0)
+        os._exit(128 + signum if signum == signal.SIGINT else 0)  # Ctrl-C ends as the CLI's does
 
 
 async def _serve_stdio(server: Server[Any]) -> None:
