@@ -220,7 +220,7 @@ def test_failures_exit_with_their_code_and_a_json_error(
 
 
 @pytest.mark.parametrize(("args", "code"), [
-    (["get", UNKNOWN], NOT_FOUND),
+    (["get", UNKNOWN], BAD_INPUT),  # there is no database to look in
     (["remember", "hello", "--importance", "5"], BAD_INPUT),
     (["backup", "{tmp}/b.bak"], FAILURE),  # there is no database to back up
     (["import", "{tmp}/latin1.jsonl"], BAD_INPUT),
@@ -266,15 +266,9 @@ def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, tmp_path:
     assert not cli.db.exists()
 
 
-@pytest.mark.parametrize("args", [["get", UNKNOWN], ["forget", UNKNOWN], ["update", UNKNOWN, "--content", "x"]])
-def test_a_memory_looked_for_where_there_is_no_database_is_not_found(cli: Cli, args: list[str]) -> None:
-    cli(*args, expect=NOT_FOUND)
-    assert not cli.db.exists()
-
-
 @pytest.mark.parametrize("args", [
     ["stats"], ["recall", "font"], ["timeline"], ["episodes"], ["export", "{tmp}/out.jsonl"], ["sleep"],
-    ["reembed", "--missing"],
+    ["reembed", "--missing"], ["get", UNKNOWN], ["forget", UNKNOWN], ["update", UNKNOWN, "--content", "x"],
 ])
 def test_a_command_that_only_reads_refuses_a_database_that_is_not_there(
     cli: Cli, tmp_path: Path, args: list[str]

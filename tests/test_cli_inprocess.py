@@ -77,6 +77,7 @@ def test_every_operation_round_trips(capsys, db):
 )
 def test_exit_codes_scripts_can_trust(capsys, db, tmp_path, monkeypatch, argv, expected):
     monkeypatch.chdir(tmp_path)
+    Mnemosyne(db_path=db, embedder="none").close()  # with none there, a lookup is refused, not "not found"
     code, out, err = run(capsys, *argv, *(["--db", db] if argv and argv[0] != "nonsense" else []))
     assert code == expected, err
     if argv and argv[0] != "nonsense":

@@ -233,7 +233,7 @@ def _recall(args: argparse.Namespace) -> None:
 def _get(args: argparse.Namespace) -> None:
     from .. import MemoryNotFoundError
 
-    memory = _open(args, memory_id=args.id).get(args.id)
+    memory = _open(args).get(args.id)
     if memory is None:
         raise MemoryNotFoundError(args.id, args.session)
     _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
@@ -244,14 +244,14 @@ def _update(args: argparse.Namespace) -> None:
 
     if args.importance is not None:
         check_importance(args.importance)  # before the database is opened, or created
-    memory = _open(args, memory_id=args.id).update(
+    memory = _open(args).update(
         args.id, content=args.content, importance=args.importance, metadata=args.metadata
     )
     _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
 
 
 def _forget(args: argparse.Namespace) -> None:
-    _open(args, memory_id=args.id).forget(args.id)
+    _open(args).forget(args.id)
     _done(args, {"forgotten": args.id}, f"forgot {args.id}")
 
 
@@ -373,15 +373,14 @@ def _episodes(args: argparse.Namespace) -> None:
 # -- helpers --------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace, create: bool = False, memory_id: str | None = None, **options: Any) -> Any:
+def _open(args: argparse.Namespace, create: bool = False, **options: Any) -> Any:
     """The database, closed when the command ends. Only a command that stores
     something (``create``) makes a new one: a mistyped --db is refused, not read
-    as an empty database ("total 0" from a volume that is not mounted)."""
-    from .. import InvalidInputError, MemoryNotFoundError, Mnemosyne
+    as an empty database ("total 0" from a volume that is not mounted), nor as a
+    memory not found there (a script would take a forgotten one as gone)."""
+    from .. import InvalidInputError, Mnemosyne
 
     if not create and not Path(_db_path(args)).expanduser().exists():
-        if memory_id is not None:
-            raise MemoryNotFoundError(memory_id, args.session)
         raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")
     return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
 
