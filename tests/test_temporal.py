@@ -57,7 +57,8 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("this weekend", day(3, 23), day(3, 25)),
         # Spans relative to today.
         ("3 days ago", day(3, 16), day(3, 18)),  # that day or the one before, as counted loosely
-        ("1 day ago", day(3, 18), day(3, 20)),  # never today
+        ("1 day ago", day(3, 18), day(3, 20)),  # not today...
+        ("0 days ago", day(3, 19), day(3, 21)),  # ...unless it is the day named
         ("2 weeks ago", day(2, 28) + timedelta(hours=12), day(3, 12) + timedelta(hours=12)),
         ("last week", day(3, 12), day(3, 21)),
         ("in the past month", day(2, 18), day(3, 21)),

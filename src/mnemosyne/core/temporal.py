@@ -157,8 +157,8 @@ def _relative_span(text: str, today: datetime) -> Span | None:
     if match := _AGO.search(text):
         unit = _UNIT_DAYS[match.group(2)]
         then = today - _count(match.group(1)) * unit * DAY
-        if unit == 1:  # that day, or the one before when counted loosely; never today
-            return then - DAY, min(then + DAY, today)
+        if unit == 1:  # that day, or the one before when counted loosely (today only if named)
+            return then - DAY, then + DAY
         slack = timedelta(days=unit / 2 + 3)  # weeks, months, years ago: counted loosely
         return then - slack, then + slack
     if match := _PAST.search(text):
