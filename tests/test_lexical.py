@@ -70,3 +70,30 @@ def test_past_the_threshold_every_memory_holding_a_query_word_can_be_found(tmp_p
         for query in ("deploy schedule", "kestrel deploy"):
             found = mem.recall(query, top_k=10, source="conversation")
             assert len(found) == 10 and {m.id for m in found} <= set(mine), query
+
+
+def test_the_common_terms_are_searched_only_when_the_results_would_fall_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Searching them scores every memory holding one: not while the rare terms
+    already found enough that this recall may return, in any field."""
+    from mnemosyne.storage.sqlite import store
+
+    searched: list[str] = []
+    ranked = store._ranked
+    monkeypatch.setattr(store, "_ranked", lambda conn, table, query, *rest: searched.append(query) or ranked(
+        conn, table, query, *rest))
+    with Mnemosyne(session_id="busy", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as busy:
+        busy.remember_many([f"deploy log line {i}" for i in range(lexical.COMMON_TERMS_FROM)])
+        busy.remember_many([f"kestrel sighting {i}" for i in range(3)])  # private to "busy"
+    with Mnemosyne(session_id="website", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        mem.remember_many([f"the kestrel deploy of version {i}" for i in range(20)])
+        searched.clear()
+        assert len(mem.recall("kestrel deploy", top_k=10)) == 10
+        assert not any(query.startswith('("deploy") NOT') for query in searched)
+    # A session whose own memories hold only the common term:
+    with Mnemosyne(session_id="other", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as other:
+        other.remember_many([f"deploy checklist {i}" for i in range(20)])
+        searched.clear()
+        assert len(other.recall("kestrel deploy", top_k=10)) == 10
+        assert any(query.startswith('("deploy") NOT') for query in searched)

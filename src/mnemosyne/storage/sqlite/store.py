@@ -471,11 +471,11 @@ class SQLiteStore(VectorRows):
         a query left with too few passing matches runs again with the filters
         joined in. Either way a query yields exactly its best passing matches: a
         passing match outside its first ranking scores no higher than any inside.
-        A field's ``fallbacks`` query (see ``core.lexical.fts_fallback``) runs, with
-        the filters joined in, when the filters rejected some of the field's
-        matches and fewer than ``wanted`` passed: it scores every memory holding a
-        common term, which costs as much as the budget saves, so only when the
-        results would otherwise fall short.
+        The ``fallbacks`` queries (see ``core.lexical.fts_fallback``) run, with the
+        filters joined in, when the filters rejected matches and fewer than
+        ``wanted`` memories passed in all fields together: they score every memory
+        holding a common term, which costs as much as the budget saves, so only
+        when the results would otherwise fall short.
         """
         where, params = filter_sql(filters, alias="m")
         wide = limit * _OVERFETCH
@@ -490,17 +490,15 @@ class SQLiteStore(VectorRows):
             check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
             seen = list({seq for rows in ranked.values() for seq, _ in rows})
             passing = {row[0] for row in select_in(conn, check, seen, params)}
-            rejected: set[str] = set()
             for (field, query), rows in ranked.items():
                 hits = [(seq, score) for seq, score in rows if seq in passing]
-                if len(hits) < len(rows):
-                    rejected.add(field)
                 if len(hits) < limit and len(rows) == wide:
                     hits = _ranked(conn, _FTS_TABLES[field], query, limit, where, params)
                 for seq, score in hits:
                     best[field][seq] = max(score, best[field].get(seq, score))
-            for field, fallback in (fallbacks or {}).items():
-                if field in rejected and len(best[field]) < wanted:
+            found = {seq for scores in best.values() for seq in scores}
+            if fallbacks and len(found) < wanted and len(passing) < len(seen):
+                for field, fallback in fallbacks.items():
                     for seq, score in _ranked(conn, _FTS_TABLES[field], fallback, limit, where, params):
                         best[field].setdefault(seq, score)  # disjoint from the field's queries
         return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
