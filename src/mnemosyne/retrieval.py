@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sqlite3
 from collections.abc import Iterable
 from datetime import timezone, tzinfo
 
@@ -27,6 +28,8 @@ from .storage.sqlite import SQLiteStore
 # with them.
 MIN_CANDIDATES = 50
 DEFAULT_WEIGHTS = Weights()
+# At most this many candidates without a vector are embedded during a recall.
+EMBEDDED_AT_RECALL = 16
 
 
 def search(
@@ -112,6 +115,9 @@ def search(
             if query_vector is not None and dense_hits
             else []
         )
+        facts = store.ranking_facts(keys)
+        if query_vector is not None and dense_hits:
+            dense_hits = [*dense_hits, *_similarities_now(store, slot, query_vector, facts)]
         naming = lexical.source_terms(query)
         candidates = {
             seq: Candidate(
@@ -121,9 +127,8 @@ def search(
                 session_id=row["session_id"],
                 source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
                 length=row["length"],
-                has_vector=bool(row["has_vector"]),
             )
-            for seq, row in store.ranking_facts(keys).items()
+            for seq, row in facts.items()
         }
         window = window_seconds(query, local_time(now, zone))
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, stretch)[:top_k]
@@ -133,6 +138,26 @@ def search(
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
+
+
+def _similarities_now(
+    store: SQLiteStore, slot: EmbedderSlot, query_vector: np.ndarray, facts: dict[int, sqlite3.Row]
+) -> list[tuple[int, float]]:
+    """Similarities of the candidates found by their words that have no vector yet
+    (stored while the model was down, or by a process without it), embedded now.
+
+    Left without one, such a memory would score nothing for meaning, and any
+    neighbour by meaning would outrank the memory holding every word of the query.
+    The vectors are not stored: the backfill does that.
+    """
+    waiting = [seq for seq, row in facts.items() if not row["has_vector"]][:EMBEDDED_AT_RECALL]
+    if not waiting:
+        return []
+    contents = store.contents_by_seq(waiting)
+    seqs = [seq for seq in waiting if seq in contents]
+    vectors = slot.embed([contents[seq] for seq in seqs])
+    return [(seq, float(vector @ query_vector)) for seq, vector in zip(seqs, vectors, strict=True)
+            if vector is not None]
 
 
 @functools.lru_cache(maxsize=1024)

@@ -53,7 +53,6 @@ class Candidate:
     session_id: str = ""
     source_match: float = 0.0     # 1.0 when the query names this memory's source
     length: int = 0               # characters of content
-    has_vector: bool = True       # False: stored while the model was down, not embedded yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +117,6 @@ def fuse(
         key for hits in lexical.values() for key, _ in hits
     }
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
-    if dense:
-        # A memory stored while the model was down has no similarity yet, which says
-        # nothing about its meaning: its words stand in, or any neighbour by meaning
-        # would outrank the memory that holds every word of the query.
-        for key, candidate in candidates.items():
-            if not candidate.has_vector:
-                words = max(signals.get(field, {}).get(key, 0.0) for field in ("content", "context"))
-                signals["dense"][key] = words
-                signals["dense_window"].setdefault(key, words)
     parts = {
         key: {field: values.get(key, 0.0) for field, values in signals.items()} for key in candidates
     }

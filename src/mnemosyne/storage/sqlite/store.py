@@ -612,6 +612,12 @@ class SQLiteStore(VectorRows):
             )
         return {row["seq"]: row for row in rows}
 
+    def contents_by_seq(self, seqs: Iterable[int]) -> dict[int, str]:
+        """The text of the memories at ``seqs`` (those still there)."""
+        with self._db.read() as conn:
+            rows = select_in(conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list(seqs))
+        return {int(seq): str(content) for seq, content in rows}
+
     def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]:
         """The memories at ``seqs`` that still pass ``filters``.
 
