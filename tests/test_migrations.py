@@ -100,31 +100,44 @@ def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db
     import subprocess
     import sys
 
-    # Killed after the copy is written, before it takes its name (then before its
-    # manifest is written): a complete temporary copy is left, then a copy alone.
+    # Killed writing the copy's manifest, then naming the copy: what it left is the
+    # name it held (an empty file), perhaps a manifest, and temporary files.
     killed_mid_copy = (
         "import os, signal, sys\n"
-        "import mnemosyne.storage.sqlite.{module} as module\n"
+        "import mnemosyne.storage.sqlite.backup_file as backup_file\n"
         "class Os:\n"
+        "    replaced = 0\n"
         "    def __getattr__(self, name):\n"
         "        return getattr(os, name)\n"
-        "    def {call}(self, *args):\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "module.os = Os()\n"
+        "    def replace(self, *args):\n"
+        "        Os.replaced += 1\n"
+        "        if Os.replaced == int(sys.argv[2]):\n"
+        "            os.kill(os.getpid(), signal.SIGKILL)\n"
+        "        os.replace(*args)\n"
+        "backup_file.os = Os()\n"
         "from mnemosyne import Mnemosyne\n"
         "Mnemosyne(db_path=sys.argv[1])\n"
     )
-    for module, call, left_behind in [("snapshot", "link", [".tmp"]), ("backup_file", "replace", [".bak", ".tmp"])]:
-        code = killed_mid_copy.format(module=module, call=call)
-        killed = subprocess.run([sys.executable, "-c", code, str(v1_db)], timeout=120)
+    for killed_at in (1, 2):
+        killed = subprocess.run([sys.executable, "-c", killed_mid_copy, str(v1_db), str(killed_at)], timeout=120)
         assert killed.returncode == -9
         # Each attempt first removes what the last one left.
-        assert sorted(p.suffix for p in v1_db.parent.iterdir() if "pre-v" in p.name) == left_behind
+        (held,) = v1_db.parent.glob("old.db.pre-v*.bak")
+        assert held.stat().st_size == 0
     with Mnemosyne(db_path=v1_db) as mem:
         assert mem.get_stats().total == 4
     (copy,) = v1_db.parent.glob("old.db.pre-v*.bak")
     assert sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name) == [
         copy.name, copy.name + ".manifest.json"]
+
+
+def test_an_upgrade_keeps_the_copies_older_releases_made_without_a_manifest(tmp_path: Path):
+    db = tmp_path / "m.db"
+    shutil.copyfile(FIXTURES / "schema_v3.db", db)
+    legacy = tmp_path / "m.db.pre-v3-20260301T101500.bak"  # as releases before manifests named them
+    shutil.copyfile(FIXTURES / "schema_v2.db", legacy)
+    Mnemosyne(db_path=db, embedder=HashEmbedder()).close()
+    assert legacy.read_bytes() == (FIXTURES / "schema_v2.db").read_bytes()
 
 
 def test_the_safety_backup_restores_like_any_backup(v1_db: Path, tmp_path: Path):

@@ -198,8 +198,9 @@ def test_backup_of_a_missing_database_or_onto_itself_is_refused(tmp_path: Path, 
         create_backup(db_path=db_path, backup_path=db_path)
     with pytest.raises(BackupError):
         verify_backup(tmp_path / "absent.bak")
-    with pytest.raises(InvalidInputError, match="names a folder"):  # one that does not exist yet
-        create_backup(db_path=db_path, backup_path=f"{tmp_path}/backups/")
+    for folder in (f"{tmp_path}/backups/", f"{tmp_path}/backups/."):  # one that does not exist yet
+        with pytest.raises(InvalidInputError, match="names a folder"):
+            create_backup(db_path=db_path, backup_path=folder)
     assert not (tmp_path / "backups").exists()
 
 
@@ -762,29 +763,58 @@ def test_a_backup_of_another_page_size_restores_over_a_live_database(tmp_path: P
         assert sorted(m.id for m in mem.recall("seeded kestrels", top_k=20)) == sorted(ids)
 
 
-def test_a_killed_backup_leaves_its_path_free_and_the_next_one_removes_its_copy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("killed_at", [1, 2])  # writing its manifest; naming its copy
+def test_a_killed_backup_leaves_its_path_free_and_the_next_one_removes_what_it_left(
+    tmp_path: Path, killed_at: int
+) -> None:
     db = tmp_path / "m.db"
     seed(db, count=50)
-    killed_before_naming = textwrap.dedent("""
+    killed = textwrap.dedent("""
         import os, signal, sys
-        import mnemosyne.storage.sqlite.snapshot as snapshot
+        import mnemosyne.storage.sqlite.backup_file as backup_file
         class Os:
+            replaced = 0
             def __getattr__(self, name):
                 return getattr(os, name)
-            def link(self, *args):  # the copy is complete, not yet named
-                os.kill(os.getpid(), signal.SIGKILL)
-        snapshot.os = Os()
+            def replace(self, *args):
+                Os.replaced += 1
+                if Os.replaced == int(sys.argv[3]):
+                    os.kill(os.getpid(), signal.SIGKILL)
+                os.replace(*args)
+        backup_file.os = Os()
         from mnemosyne.dr.recovery import create_backup
         create_backup(sys.argv[1], sys.argv[2])
     """)
     backups = tmp_path / "backups"
-    done = subprocess.run([sys.executable, "-c", killed_before_naming, str(db), str(backups / "nightly.bak")],
+    done = subprocess.run([sys.executable, "-c", killed, str(db), str(backups / "nightly.bak"), str(killed_at)],
                           timeout=60)
     assert done.returncode == -9
-    (left,) = backups.iterdir()
-    assert left.name.startswith(".nightly.bak.") and left.name.endswith(".tmp")
+    assert (backups / "nightly.bak").stat().st_size == 0  # the name it held, and what it wrote
+    assert any(p.name.endswith(".tmp") for p in backups.iterdir())
     create_backup(db_path=db, backup_path=backups / "nightly.bak")  # the path is free
     assert sorted(p.name for p in backups.iterdir()) == ["nightly.bak", "nightly.bak.manifest.json"]
+    verify_backup(backups / "nightly.bak")
+
+
+def test_backups_racing_for_one_path_in_one_process_make_one_backup(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    db = tmp_path / "m.db"
+    seed(db, count=200)
+
+    def backup(_: int) -> str:
+        try:
+            create_backup(db_path=db, backup_path=tmp_path / "b.bak")
+            return "made"
+        except InvalidInputError:
+            return "refused"
+
+    with ThreadPoolExecutor(4) as pool:
+        outcomes = sorted(pool.map(backup, range(4)))
+    assert outcomes == ["made", "refused", "refused", "refused"]
+    verify_backup(tmp_path / "b.bak")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("b.bak", ".b.bak"))) == [
+        "b.bak", "b.bak.manifest.json"]
 
 
 def test_backup_path_with_uri_special_characters(db_path: Path, tmp_path: Path) -> None:

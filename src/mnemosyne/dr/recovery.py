@@ -15,6 +15,7 @@ target, keeps the replaced database as a safety copy, and swaps atomically.
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import logging
 import os
@@ -44,13 +45,14 @@ from ..storage.sqlite.backup_file import (
     BackupManifest,
     check_backup_target,
     manifest_path,
+    remove_killed_backups,
     sha256_of,
     timestamp_for_names,
     write_backup,
 )
 from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only, translate
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
-from ..storage.sqlite.snapshot import fsync_dir, fsync_file
+from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned
 
 log = logging.getLogger("mnemosyne.dr")
 
@@ -84,6 +86,7 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
 def _snapshot(source: Path, target: Path, checked: bool = False) -> BackupManifest:
     """Copy the database at ``source``, as committed, to a new backup at ``target``
     (that passes SQLite's integrity check, if ``checked``)."""
+    remove_killed_backups(target.parent, glob.escape(target.name))  # a killed backup's, to this path
     check_backup_target(source, target)  # before the source is even opened
     try:
         conn = open_read_only(source)
@@ -222,6 +225,9 @@ def _stage(target: Path) -> Iterator[Path]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_stages(target)
+        # And what killed restores' safety copies and killed backups left here.
+        remove_killed_backups(target.parent, f"{glob.escape(target.name)}.pre-restore-*.bak")
+        remove_abandoned(target.parent)
         lock = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:  # a read-only folder
         raise translate(exc, staged, "stage the backup beside the database (nothing was restored)") from exc
@@ -486,6 +492,7 @@ def _is_healthy_database(path: Path, busy_timeout: float) -> bool:
 def _as_path(value: object, name: str) -> Path:
     if not isinstance(value, (str, Path)) or not str(value).strip():
         raise InvalidInputError(f"{name} must be a non-empty str or Path, got {value!r}")
-    if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop it, and name a file
+    if isinstance(value, str) and (value.endswith(("/", os.sep)) or os.path.basename(value) in (".", "..")):
+        # Path() would drop a trailing "/" or "/.", and name a file where a folder was meant.
         raise InvalidInputError(f"{name} {value!r} names a folder; name a file in it")
     return Path(value).expanduser()

@@ -11,6 +11,7 @@ run inside the store, take safety copies too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from ... import __version__
 from ...core.timeutil import from_timestamp
 from ...errors import BackupError, InvalidInputError
 from .connection import open_read_only
-from .snapshot import fsync_dir, fsync_file, publish, temporary_copy, temporary_file
+from .snapshot import claim, fsync_dir, fsync_file, remove_abandoned_claims, temporary_copy, temporary_file
 
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FORMAT = 1
@@ -65,20 +66,32 @@ def write_backup(conn: Connection, source: Path, target: Path, *, checked: bool 
     """
     check_backup_target(source, target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with temporary_copy(conn, target) as copy:
+    # The name is claimed first, so two backups racing for one path do not both
+    # copy; the manifest is written before the copy takes the name, so a backup
+    # that exists has its manifest.
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(claim(target))
+        except FileExistsError as exc:
+            raise InvalidInputError(_exists(target)) from exc
+        copy = stack.enter_context(temporary_copy(conn, target))
         if checked:
             _check_copy(copy, source)
         manifest = _describe(copy, source)
         try:
-            publish(copy, target)
-        except FileExistsError as exc:  # another backup took the name meanwhile
-            raise InvalidInputError(_exists(target)) from exc
-    try:
-        _write_manifest(target, manifest)
-    except BaseException:
-        target.unlink(missing_ok=True)
-        raise
+            _write_manifest(target, manifest)
+            os.replace(copy, target)
+        except BaseException:
+            manifest_path(target).unlink(missing_ok=True)
+            raise
+    fsync_dir(target.parent)
     return manifest
+
+
+def remove_killed_backups(folder: Path, pattern: str) -> None:
+    """Delete what backups matching ``pattern`` in ``folder`` that were killed left:
+    the empty file that held the name, and a manifest written for it."""
+    remove_abandoned_claims(folder, pattern, MANIFEST_SUFFIX)
 
 
 def _check_copy(copy: Path, source: Path) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
-from .backup_file import manifest_path, timestamp_for_names, write_backup
+from .backup_file import manifest_path, remove_killed_backups, timestamp_for_names, write_backup
 from .connection import Database, open_read_only, translate
 from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
 
@@ -69,7 +69,9 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
     soon as it is begun), then apply every later migration."""
     safety_copy = None
     if current > 0:
-        _remove_abandoned_copies(db.path)
+        # What upgrades killed while copying left; never a copy an upgrade finished
+        # (older releases wrote theirs without a manifest).
+        remove_killed_backups(db.path.parent, f"{glob.escape(db.path.name)}.pre-v*.bak")
         name = f"{db.path.name}.pre-v{LATEST_VERSION}-{timestamp_for_names()}-{os.getpid()}.bak"
         safety_copy = db.path.with_name(name)
         copies.append(safety_copy)
@@ -78,20 +80,6 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
         if migration.version > current:
             _apply(conn, migration)
     return safety_copy
-
-
-def _remove_abandoned_copies(path: Path) -> None:
-    """Delete the copies that upgrades killed while copying the database aside left
-    beside it with no manifest (written last; their temporary files go with the
-    next copy, see ``snapshot.remove_abandoned``).
-
-    Only called under the write lock an upgrade takes: no other upgrade of this
-    database is copying now, so an incomplete copy is one nobody will finish. The
-    database is still at its old version, so it lost nothing either.
-    """
-    for copy in path.parent.glob(f"{glob.escape(path.name)}.pre-v*.bak"):
-        if not manifest_path(copy).exists():
-            copy.unlink(missing_ok=True)
 
 
 def _copy_aside(path: Path, safety_copy: Path) -> None:

@@ -1,25 +1,53 @@
-"""Consistent copies of a live database through SQLite's online backup API."""
+"""Consistent copies of a live database through SQLite's online backup API, and the
+files that hold them while they are written.
+
+A file being written is locked (``flock``) by the process writing it, from its
+creation until it is complete or removed: so a file of this kind that no process
+holds locked was left by a killed one, and may be removed (:func:`remove_abandoned`,
+:func:`claim`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-# A copy being written: hidden beside its destination, named so that only this
-# module's files match, and locked (flock) by the process writing it.
-_TEMPORARY = ".{name}.mnemosyne-{pid}.tmp"
+# Temporary files: hidden beside their destination and named so that only this
+# module's files match.
+_TEMPORARY = ".{name}.mnemosyne-{token}.tmp"
 _TEMPORARY_GLOB = ".*.mnemosyne-*.tmp"
+
+
+@contextlib.contextmanager
+def claim(dest: Path) -> Iterator[None]:
+    """Hold the name ``dest`` for the block: an empty file, created only if nothing is
+    there (``FileExistsError``), locked while the block writes what will replace it.
+
+    An empty file left there by a killed process (unlocked) is no obstacle: it is
+    taken over. The block's ``os.replace`` onto ``dest`` keeps the name; if the block
+    fails, the empty file is removed.
+    """
+    fd = _create_locked(dest, take_over_empty=True)
+    try:
+        yield
+    finally:
+        try:
+            if _still_at(fd, dest):  # nothing took the name: give it back
+                dest.unlink()
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
 def temporary_copy(conn: sqlite3.Connection, dest: Path) -> Iterator[Path]:
     """A complete copy of the database behind ``conn``, in a temporary file beside
-    ``dest``, for the block to check and then :func:`publish` as ``dest``; removed
-    when the block ends.
+    ``dest``, for the block to check and then rename to ``dest``; removed when the
+    block ends if it is still there.
 
     The copy is taken in one step, inside one read transaction: in WAL mode that is
     a consistent snapshot that never blocks writers. It is made self-contained
@@ -38,51 +66,94 @@ def temporary_copy(conn: sqlite3.Connection, dest: Path) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def temporary_file(dest: Path) -> Iterator[Path]:
-    """An empty file beside ``dest``, locked while the block writes it, removed when
-    it ends (renamed or linked, it lives on under the new name). Temporary files
-    that killed processes left are removed first (see :func:`remove_abandoned`)."""
+    """A new empty file beside ``dest``, locked while the block writes it, removed
+    when it ends (once renamed, it lives on under the new name). Temporary files
+    that killed processes left there are removed first."""
     remove_abandoned(dest.parent)
-    tmp = dest.with_name(_TEMPORARY.format(name=dest.name, pid=os.getpid()))
-    _remove(tmp)
-    lock = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    while True:
+        tmp = dest.with_name(_TEMPORARY.format(name=dest.name, token=f"{os.getpid()}-{secrets.token_hex(4)}"))
+        with contextlib.suppress(FileExistsError):
+            fd = _create_locked(tmp)
+            break
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
         yield tmp
     finally:
         try:
             _remove(tmp)
         finally:  # even when Ctrl-C cuts the removal short: the next one removes it
-            os.close(lock)
-
-
-def publish(copy: Path, dest: Path) -> None:
-    """Give ``copy`` the name ``dest`` too, atomically; ``dest`` must not exist
-    (``FileExistsError``): a backup racing another for one path fails rather than
-    replacing it, and a killed one leaves no file at ``dest``."""
-    os.link(copy, dest)
-    fsync_dir(dest.parent)
+            os.close(fd)
 
 
 def remove_abandoned(folder: Path) -> None:
-    """Delete the temporary copies in ``folder`` that killed processes left: those
-    no process holds locked."""
+    """Delete the temporary files in ``folder`` that killed processes left: those no
+    process holds locked."""
     for stale in folder.glob(_TEMPORARY_GLOB):
-        try:
-            lock = os.open(stale, os.O_RDWR)
-        except OSError:  # gone already, or not ours to open
-            continue
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _remove(stale)
-        except OSError:  # a copy being written
-            pass
-        finally:
-            os.close(lock)
+        _remove_if_unlocked(stale, lambda fd: True)
 
 
-def _remove(copy: Path) -> None:
+def remove_abandoned_claims(folder: Path, pattern: str, companion_suffix: str) -> None:
+    """Delete the empty files matching ``pattern`` in ``folder`` that a killed
+    :func:`claim` left (no process holds them locked), each with its companion (the
+    file named after it plus ``companion_suffix``, written for it)."""
+    for stale in folder.glob(pattern):
+        if _remove_if_unlocked(stale, lambda fd: os.fstat(fd).st_size == 0):
+            stale.with_name(stale.name + companion_suffix).unlink(missing_ok=True)
+
+
+def _create_locked(path: Path, take_over_empty: bool = False) -> int:
+    """A new file at ``path``, open and locked. With ``take_over_empty``, an empty
+    file there that nobody holds locked is taken over rather than refused."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        if not take_over_empty:
+            raise
+        fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FileExistsError(path) from None  # a claim being written
+        if os.fstat(fd).st_size or not _still_at(fd, path):
+            os.close(fd)
+            raise FileExistsError(path) from None
+        return fd
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    if not _still_at(fd, path):  # removed as abandoned before it was locked: try again
+        os.close(fd)
+        raise FileExistsError(path)
+    return fd
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _remove_if_unlocked(path: Path, abandoned: Callable[[int], bool]) -> bool:
+    """Remove ``path`` if no process holds it locked and ``abandoned`` (given it
+    open) agrees; return whether it was removed."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:  # gone already, or not ours to open
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _still_at(fd, path) and abandoned(fd):
+            _remove(path)
+            return True
+    except OSError:  # being written, or not ours to remove
+        pass
+    finally:
+        os.close(fd)
+    return False
+
+
+def _remove(path: Path) -> None:
     for suffix in ("", "-journal", "-wal", "-shm"):
-        copy.with_name(copy.name + suffix).unlink(missing_ok=True)
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def fsync_file(path: Path) -> None:
