@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sqlite3
 import threading
 import time
@@ -57,6 +58,15 @@ class EmbeddingServer:
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
                     self.wfile.write(body.encode())
+                    return
+                if server.mode == "drip-error":
+                    self.send_response(500)
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    for _ in range(25):
+                        self.wfile.write(b"x")
+                        self.wfile.flush()
+                        time.sleep(0.2)
                     return
                 if server.mode == "drip-headers":
                     self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
@@ -178,8 +188,8 @@ def test_an_endpoint_serving_another_size_is_a_failure_not_a_mix(server, tmp_pat
             assert mem.get_stats().embedder.startswith("openai:hash (8 dims)")
             zebra = mem.remember(f"a zebra crossing, chosen as {embedder}")
             assert zebra in [m.id for m in mem.recall("zebra crossing")]
-    # Met by the first instance, and for the process: the second waits out the cool-down.
-    assert caplog.text.count("returned 16-dimensional vectors") == 1
+    # This database's to refuse, not the endpoint's failure: each instance meets it.
+    assert caplog.text.count("returned 16-dimensional vectors") == 2
     assert vector_sizes(db) == [8]
 
 
@@ -287,6 +297,37 @@ def test_the_timeout_bounds_headers_however_slowly_they_come(server):
     assert time.monotonic() - started < 3
 
 
+def test_the_timeout_bounds_an_error_answer_and_a_proxy_however_slowly_they_come(server, monkeypatch):
+    server.mode = "drip-error"
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="within 1 s"):
+        OpenAICompatibleEmbedder("hash", timeout=1.0).embed(["the cat sat on the mat"])
+    assert time.monotonic() - started < 3
+
+    proxy = socket.create_server(("127.0.0.1", 0))
+
+    def trickle() -> None:  # a proxy answering CONNECT a byte at a time
+        connection, _ = proxy.accept()
+        with connection:
+            connection.recv(4096)
+            for byte in b"HTTP/1.1 200 Connection established\r\n\r\n":
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.getsockname()[1]}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="within 1 s"):
+        OpenAICompatibleEmbedder("hash", base_url="https://embeddings.example.invalid/v1", timeout=1.0).embed(["x"])
+    assert time.monotonic() - started < 3
+    proxy.close()
+
+
 def test_a_redirect_is_refused_so_the_key_goes_nowhere_else(server):
     server.mode = "moved"
     with pytest.raises(EmbedderError, match="redirects to .*/elsewhere/embeddings; set its final address"):
@@ -344,3 +385,15 @@ def test_instances_sharing_a_down_endpoint_ask_it_and_report_it_once(server, tmp
     server.mode = "ok"
     with Mnemosyne("planner", tmp_path / "m.db", embedder="openai:hash") as mem:
         assert mem.backfill_vectors() == 3  # asked for: the model is tried now, cool-down or not
+
+
+def test_an_answer_only_one_database_cannot_take_leaves_the_endpoint_to_the_others(server, tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "a.db", embedder="openai:hash") as mem:
+        mem.remember("recorded at 8 dims")
+    server.dimension = 16  # the endpoint now serves another model size
+    with Mnemosyne(db_path=tmp_path / "a.db", embedder="openai:hash") as old:
+        old.remember("this database cannot take 16 dims")
+        with Mnemosyne(db_path=tmp_path / "b.db", embedder="openai:hash") as new:
+            new.remember_many(["a new database takes them", "and records 16"])
+    assert vector_sizes(tmp_path / "a.db") == [8]
+    assert vector_sizes(tmp_path / "b.db") == [16, 16]

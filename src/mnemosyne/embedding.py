@@ -44,7 +44,8 @@ class EmbedderSlot:
         self._dimension = _expected_dimension(embedder, recorded)
         if self.signature is not None and self._dimension and not self.signature.get("dimension"):
             self.signature = {**self.signature, "dimension": self._dimension}
-        self._failures = _failures_of(embedder)
+        self._failures = _failures_of(embedder)  # the model's (an endpoint's: shared in the process)
+        self._own_failures: dict[str, float] = {}  # answers fit for another database, not this one
         self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
@@ -73,13 +74,18 @@ class EmbedderSlot:
     def ready(self) -> bool:
         if self.embedder is None:
             return False
-        failed_at = self._failures.get("failed_at")
-        return failed_at is None or time.monotonic() - failed_at > RETRY_AFTER_S
+        failed_at = max(self._failures.get("failed_at", 0.0), self._own_failures.get("failed_at", 0.0))
+        return not failed_at or time.monotonic() - failed_at > RETRY_AFTER_S
 
     def retry_now(self) -> None:
         """Ask a failing model again at the next call, not after its cool-down."""
-        if self._failures.pop("failed_at", None) is not None:
+        if self._forget_failures():
             self._missed = True
+
+    def _forget_failures(self) -> bool:
+        """Clear the record of failures; return whether there was one."""
+        shared = self._failures.pop("failed_at", None) is not None
+        return self._own_failures.pop("failed_at", None) is not None or shared
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """A vector for each text, or None: for every text while the embedder is absent
@@ -92,13 +98,14 @@ class EmbedderSlot:
         try:
             return self.vectors_for(texts)
         except EmbedderError as exc:
-            if self._failures.get("failed_at") is None:
+            failures = self._own_failures if isinstance(exc, _NotThisDatabases) else self._failures
+            if failures.get("failed_at") is None:
                 log.warning(
                     "embedder %s failed (%s); memories are stored and searchable lexically and "
                     "their vectors will be backfilled; retrying in %.0f s",
                     self.description, exc, RETRY_AFTER_S,
                 )
-            self._failures["failed_at"] = time.monotonic()
+            failures["failed_at"] = time.monotonic()
             self._missed = True
             return [None] * len(texts)
 
@@ -146,8 +153,7 @@ class EmbedderSlot:
         except Exception as exc:  # a custom embedder's own error: still never lose the write
             raise EmbedderError(f"{type(exc).__name__}: {exc}") from exc
         vectors = _checked(vectors, len(texts), self._dimension)
-        had_failed = self._failures.pop("failed_at", None) is not None
-        if had_failed or self._missed:
+        if self._forget_failures() or self._missed:
             self._missed, self.recovered = False, True
         if self._dimension is None:
             # A model that tells its size only by answering: its first vectors fix it,
@@ -170,6 +176,10 @@ def _failures_of(embedder: Embedder | None) -> dict[str, float]:
         return {}
     with _ENDPOINT_FAILURES_LOCK:
         return _ENDPOINT_FAILURES.setdefault((embedder.name, embedder.model, address), {})
+
+
+class _NotThisDatabases(EmbedderError):
+    """Vectors of another size than this database's: the model may serve others well."""
 
 
 def _expected_dimension(embedder: Embedder | None, recorded: dict[str, Any] | None) -> int | None:
@@ -196,7 +206,7 @@ def _checked(vectors: np.ndarray, count: int, dimension: int | None) -> np.ndarr
     if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] == 0:
         raise EmbedderError(f"the embedder returned vectors of shape {vectors.shape} for {count} texts")
     if dimension and vectors.shape[1] != dimension:
-        raise EmbedderError(f"the embedder returned {vectors.shape[1]}-dimensional vectors, not {dimension}")
+        raise _NotThisDatabases(f"the embedder returned {vectors.shape[1]}-dimensional vectors, not {dimension}")
     if not np.isfinite(vectors).all():
         raise EmbedderError("the embedder returned vectors with NaN or infinite values")
     # The contract asks for unit rows; a custom model that skips it would defeat the

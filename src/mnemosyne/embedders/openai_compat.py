@@ -15,6 +15,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -89,49 +90,85 @@ class OpenAICompatibleEmbedder:
         failed = f"embedding request to {self.base_url} for {self.model!r} failed"
         try:
             body = _exchange(request, self._timeout)
-        except urllib.error.HTTPError as exc:
+        except _Status as exc:
             # 400, 413, 422: this input (too long, say), not the service. Retried in
             # halves by the caller, so the other texts still get their vectors.
             refused = EmbedderInputError if exc.code in _INPUT_REFUSED else EmbedderError
-            raise refused(f"{failed}: {exc}{_said(exc)}") from exc
+            raise refused(f"{failed}: {exc}") from exc
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
             raise EmbedderError(f"{failed}: {exc}") from exc
         try:
             return _embeddings(json.loads(body), len(batch))
-        except ValueError as exc:  # not JSON, or not the answer asked for
+        except (ValueError, RecursionError) as exc:  # not JSON (or nested too deep), or not an answer
             raise EmbedderError(f"{failed}: {exc}") from exc
+
+
+class _Status(Exception):
+    """An answer with an error status, with what its body said."""
+
+    def __init__(self, error: urllib.error.HTTPError, said: str) -> None:
+        super().__init__(f"{error}{said}")
+        self.code = error.code
 
 
 def _exchange(request: urllib.request.Request, timeout: float) -> bytes:
     """The body of the answer to ``request``, all within ``timeout`` seconds: a server
-    that trickles its headers or body byte by byte has its connection closed at the
-    deadline (a socket timeout alone bounds each wait, not their sum)."""
-    sockets: list[socket.socket] = []
-    opener = urllib.request.build_opener(_NoRedirects, _WatchedHTTP(sockets), _WatchedHTTPS(sockets))
-    expired = threading.Event()
-
-    def cut() -> None:
-        expired.set()
-        for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    watchdog = threading.Timer(timeout, cut)
-    watchdog.daemon = True
-    watchdog.start()
+    (or proxy) that trickles its headers or body byte by byte has its connection
+    closed at the deadline (a socket timeout alone bounds each wait, not their sum).
+    An error status raises :class:`_Status`, its body read within the deadline too."""
+    deadline = _Deadline(timeout)
+    opener = urllib.request.build_opener(_NoRedirects, _WatchedHTTP(deadline), _WatchedHTTPS(deadline))
     late = TimeoutError(f"no complete answer within {timeout:g} s")
     try:
         with opener.open(request, timeout=timeout) as response:
             body = bytes(response.read())
+    except urllib.error.HTTPError as exc:
+        said = _said(exc)
+        if deadline.expired.is_set():
+            raise late from exc
+        raise _Status(exc, said) from exc
     except (OSError, http.client.HTTPException) as exc:
-        if expired.is_set() and not isinstance(exc, urllib.error.HTTPError):
+        if deadline.expired.is_set():
             raise late from exc
         raise
     finally:
-        watchdog.cancel()
-    if expired.is_set():  # cut short: what was read may be any part of the answer
+        deadline.cancel()
+    if deadline.expired.is_set():  # cut short: what was read may be any part of the answer
         raise late
     return body
+
+
+class _Deadline:
+    """Shuts the sockets of one request down when its time is up, and any it opens
+    after that at once."""
+
+    def __init__(self, timeout: float) -> None:
+        self.expired = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired.is_set():
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired.set()
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -145,39 +182,50 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 class _WatchedHTTP(urllib.request.HTTPHandler):
-    """Opens connections whose sockets ``sockets`` collects, for the deadline to close."""
+    """Opens connections whose sockets the request's deadline watches."""
 
-    def __init__(self, sockets: list[socket.socket]) -> None:
+    def __init__(self, deadline: _Deadline) -> None:
         super().__init__()
-        self._sockets = sockets
+        self._deadline = deadline
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_collecting(http.client.HTTPConnection, self._sockets), req)
+        return self.do_open(_watched(http.client.HTTPConnection, self._deadline), req)
 
 
 class _WatchedHTTPS(urllib.request.HTTPSHandler):
     """:class:`_WatchedHTTP` for https."""
 
-    def __init__(self, sockets: list[socket.socket]) -> None:
+    def __init__(self, deadline: _Deadline) -> None:
         super().__init__()
-        self._sockets = sockets
+        self._deadline = deadline
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(
-            _collecting(http.client.HTTPSConnection, self._sockets), req,
+            _watched(http.client.HTTPSConnection, self._deadline), req,
             context=self._context,  # type: ignore[attr-defined]
         )
 
 
-def _collecting(
-    connection: type[http.client.HTTPConnection], sockets: list[socket.socket]
+def _watched(
+    connection: type[http.client.HTTPConnection], deadline: _Deadline
 ) -> type[http.client.HTTPConnection]:
-    class Collecting(connection):  # type: ignore[valid-type, misc]
+    class Watched(connection):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            create = self._create_connection  # type: ignore[has-type]
+
+            def created(*args: Any, **kwargs: Any) -> socket.socket:
+                sock = create(*args, **kwargs)
+                deadline.watch(sock)  # before a proxy's tunnel or TLS is set up over it
+                return sock
+
+            self._create_connection = created
+
         def connect(self) -> None:
             super().connect()
-            sockets.append(self.sock)
+            deadline.watch(self.sock)  # TLS takes the connection over in a socket of its own
 
-    return Collecting
+    return Watched
 
 
 def _embeddings(payload: object, count: int) -> list[list[float]]:
