@@ -87,6 +87,13 @@ def test_a_repeat_of_the_global_copy_a_merge_keeps_is_merged_by_the_same_sleep(t
     assert mem.sleep().merged == 2
     assert [mem.get(i).status for i in (note, kept, reminder)] == ["consolidated", "active", "consolidated"]
     assert mem.sleep().changed_rows == 0
+    # A note written between the first and the global copy that repeats only the
+    # global copy: kept, that copy takes the first one's time, before the note.
+    between = mem.remember("staging cache listens on port 6379", created_at=OLD + 200)
+    mem.remember("staging cache listens on port 6379 internally again", created_at=OLD + 260)
+    mem.remember("staging cache listens on port 6379 internally", scope="global", created_at=OLD + 320)
+    assert mem.sleep().merged == 2 and mem.get(between).status == "consolidated"
+    assert mem.sleep().changed_rows == 0
     mem.close()
 
 

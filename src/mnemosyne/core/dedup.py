@@ -168,6 +168,15 @@ def duplicate_groups(
         if i in unit:
             by_meaning.setdefault(numbers[i], _Anchors()).add(i, unit[i])
 
+    def repeats(earlier: int, later: int, alike: set[int]) -> bool:
+        """Whether ``later`` repeats ``earlier``; ``alike``: the texts close in meaning
+        to the one of them being placed."""
+        return hashes[earlier] == hashes[later] or (
+            (earlier in alike or later in alike
+             or (numbers[later] == numbers[earlier] and _lexical_duplicate(sets[later], sets[earlier], rules)))
+            and same_wording(written[earlier], written[later])
+        )
+
     for i in range(n):
         candidates: set[int] = set()
         exact = anchor_of_hash.get(hashes[i])
@@ -180,22 +189,21 @@ def duplicate_groups(
         anchors = by_meaning.get(numbers[i])
         similar = anchors.close_to(unit[i], rules.cosine) if anchors is not None and i in unit else set()
         candidates.update(similar)
-        chosen = None
-        for j in sorted(candidates):
-            if not compatible(j, i):
-                continue
-            if hashes[j] == hashes[i] or (
-                (j in similar or (numbers[i] == numbers[j] and _lexical_duplicate(sets[i], sets[j], rules)))
-                and same_wording(written[j], written[i])
-            ):
-                chosen = j
-                break
+        chosen = next((j for j in sorted(candidates) if compatible(j, i) and repeats(j, i, similar)), None)
         if chosen is not None:
             group = group_of[chosen]
+            members[group].append(i)
             if group not in keeping and kept(i):
                 keeping.add(group)
                 match_against(i, group, head)
-            members[group].append(i)
+                # Kept, it takes the group's earliest time: a lone text written after
+                # the group began that repeats it would then come later, and be merged
+                # by the next sleep. It is merged now.
+                for j in sorted(candidates):
+                    if group < j and members.get(j) == [j] and compatible(i, j) and repeats(i, j, similar):
+                        del members[j]
+                        members[group].append(j)
+                        group_of[j] = group
             continue
         members[i] = [i]
         match_against(i, i, head)
