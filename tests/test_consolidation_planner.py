@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 from hypothesis import given, settings
@@ -309,6 +310,26 @@ def test_closed_episode_gets_a_bounded_extractive_summary_linked_to_every_source
         assert (plan.updates.get(r.id, {}).get("status") == "consolidated") == quoted
     assert any(f"number {i}." in summary.content for i in range(30))
     assert "m0099" not in plan.updates or "status" not in plan.updates["m0099"]  # global stays in view
+
+
+def test_a_summary_quotes_the_same_sentences_in_every_process():
+    # Events alike but for their numbers tie on every word that counts: the earliest
+    # win, whatever order the hash seed gives their sets of words.
+    import subprocess
+    import sys
+
+    code = (
+        "from mnemosyne.core.summarise import extractive_summary\n"
+        "texts = [f'Order {1100 + i} shipped from the Berlin warehouse to customer account {5000 + 7 * i}'\n"
+        "         for i in range(30)]\n"
+        "print(extractive_summary(texts, max_chars=1200, max_sentences=8).quoted)\n"
+    )
+    quoted = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                       env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+        for seed in range(12)
+    }
+    assert quoted == {"(0, 1, 2, 3, 4, 5, 6, 7)\n"}
 
 
 def test_open_and_recent_episodes_are_not_summarised():

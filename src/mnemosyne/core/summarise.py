@@ -59,7 +59,9 @@ def extractive_summary(
     pool = [s for s in sentences if len(s[3]) >= MIN_WORDS] or sentences
     def gain(item: tuple[int, int, str, set[str]], covered: set[str]) -> float:
         fresh = item[3] - covered
-        return sum(weight.get(w, 0.0) for w in fresh) / math.sqrt(len(item[3]) + 1)
+        # fsum: exact whatever the order of the set, which the hash seed sets; a plain
+        # sum could differ in its last bit between runs and break ties otherwise.
+        return math.fsum(weight.get(w, 0.0) for w in fresh) / math.sqrt(len(item[3]) + 1)
 
     while pool and len(chosen) < max_sentences:
         best = max(pool, key=lambda item: (gain(item, covered), -item[1]))
