@@ -12,6 +12,7 @@ import pytest
 from mnemosyne import Mnemosyne, StorageError
 from mnemosyne.core.fingerprint import content_hash
 from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+from mnemosyne.storage.sqlite.snapshot import CLAIM
 from mnemosyne.testing import HashEmbedder
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -101,7 +102,7 @@ def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db
     import sys
 
     # Killed writing the copy's manifest, then naming the copy: what it left is the
-    # name it held (an empty file), perhaps a manifest, and temporary files.
+    # name it held (a claim), perhaps a manifest, and temporary files.
     killed_mid_copy = (
         "import os, signal, sys\n"
         "import mnemosyne.storage.sqlite.backup_file as backup_file\n"
@@ -123,7 +124,7 @@ def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db
         assert killed.returncode == -9
         # Each attempt first removes what the last one left.
         (held,) = v1_db.parent.glob("old.db.pre-v*.bak")
-        assert held.stat().st_size == 0
+        assert held.read_bytes() == CLAIM
     with Mnemosyne(db_path=v1_db) as mem:
         assert mem.get_stats().total == 4
     (copy,) = v1_db.parent.glob("old.db.pre-v*.bak")

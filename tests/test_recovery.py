@@ -22,6 +22,7 @@ import pytest
 
 from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError
 from mnemosyne.dr.recovery import create_backup, manifest_path, restore_backup, verify_backup
+from mnemosyne.storage.sqlite.snapshot import CLAIM
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -789,11 +790,22 @@ def test_a_killed_backup_leaves_its_path_free_and_the_next_one_removes_what_it_l
     done = subprocess.run([sys.executable, "-c", killed, str(db), str(backups / "nightly.bak"), str(killed_at)],
                           timeout=60)
     assert done.returncode == -9
-    assert (backups / "nightly.bak").stat().st_size == 0  # the name it held, and what it wrote
+    assert (backups / "nightly.bak").read_bytes() == CLAIM  # the name it held, and what it wrote
     assert any(p.name.endswith(".tmp") for p in backups.iterdir())
     create_backup(db_path=db, backup_path=backups / "nightly.bak")  # the path is free
     assert sorted(p.name for p in backups.iterdir()) == ["nightly.bak", "nightly.bak.manifest.json"]
     verify_backup(backups / "nightly.bak")
+
+
+def test_a_users_empty_file_at_the_backup_path_is_no_killed_backup(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    seed(db)
+    (tmp_path / "notes").touch()
+    (tmp_path / "notes.manifest.json").write_text("the user's own notes", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="already exists"):
+        create_backup(db_path=db, backup_path=tmp_path / "notes")
+    assert (tmp_path / "notes").read_bytes() == b""
+    assert (tmp_path / "notes.manifest.json").read_text(encoding="utf-8") == "the user's own notes"
 
 
 def test_backups_racing_for_one_path_in_one_process_make_one_backup(tmp_path: Path) -> None:

@@ -94,6 +94,14 @@ def test_a_repeat_of_the_global_copy_a_merge_keeps_is_merged_by_the_same_sleep(t
     mem.remember("staging cache listens on port 6379 internally", scope="global", created_at=OLD + 320)
     assert mem.sleep().merged == 2 and mem.get(between).status == "consolidated"
     assert mem.sleep().changed_rows == 0
+    # ... and a group of such notes (two copies of one expiring note).
+    until = time.time() + 86_400
+    mem.remember("staging queue listens on port 5672", created_at=OLD + 400)
+    copies = [mem.remember("staging queue listens on port 5672 internally again", created_at=OLD + 460 + i,
+                           valid_until=until, allow_duplicate=True) for i in range(2)]
+    mem.remember("staging queue listens on port 5672 internally", scope="global", created_at=OLD + 520)
+    assert mem.sleep().merged == 3 and {mem.get(c).status for c in copies} == {"consolidated"}
+    assert mem.sleep().changed_rows == 0
     mem.close()
 
 

@@ -196,14 +196,18 @@ def duplicate_groups(
             if group not in keeping and kept(i):
                 keeping.add(group)
                 match_against(i, group, head)
-                # Kept, it takes the group's earliest time: a lone text written after
-                # the group began that repeats it would then come later, and be merged
-                # by the next sleep. It is merged now.
+                # Kept, it takes the group's earliest time: a group begun after this one
+                # whose texts all repeat it would then come later, and be merged by the
+                # next sleep. It is merged now.
                 for j in sorted(candidates):
-                    if group < j and members.get(j) == [j] and compatible(i, j) and repeats(i, j, similar):
-                        del members[j]
-                        members[group].append(j)
-                        group_of[j] = group
+                    if group < j and j in members and all(
+                        compatible(i, m) and repeats(i, m, similar) for m in members[j]
+                    ):
+                        for m in members.pop(j):
+                            members[group].append(m)
+                            if m in group_of:
+                                group_of[m] = group
+                        keeping.discard(j)
             continue
         members[i] = [i]
         match_against(i, i, head)

@@ -25,14 +25,15 @@ _TEMPORARY_GLOB = ".*.mnemosyne-*.tmp"
 
 @contextlib.contextmanager
 def claim(dest: Path) -> Iterator[None]:
-    """Hold the name ``dest`` for the block: an empty file, created only if nothing is
-    there (``FileExistsError``), locked while the block writes what will replace it.
+    """Hold the name ``dest`` for the block: a file holding only :data:`CLAIM`, created
+    only if nothing is there (``FileExistsError``), locked while the block writes
+    what will replace it.
 
-    An empty file left there by a killed process (unlocked) is no obstacle: it is
-    taken over. The block's ``os.replace`` onto ``dest`` keeps the name; if the block
-    fails, the empty file is removed.
+    A claim a killed process left there (unlocked) is no obstacle: it is taken over.
+    Any other file is, even an empty one. The block's ``os.replace`` onto ``dest``
+    keeps the name; if the block fails, the claim is removed.
     """
-    fd = _create_locked(dest, take_over_empty=True)
+    fd = _create_locked(dest, take_over_claim=True)
     try:
         yield
     finally:
@@ -92,21 +93,22 @@ def remove_abandoned(folder: Path) -> None:
 
 
 def remove_abandoned_claims(folder: Path, pattern: str, companion_suffix: str) -> None:
-    """Delete the empty files matching ``pattern`` in ``folder`` that a killed
-    :func:`claim` left (no process holds them locked), each with its companion (the
-    file named after it plus ``companion_suffix``, written for it)."""
+    """Delete the claims matching ``pattern`` in ``folder`` that killed processes left
+    (no process holds them locked), each with its companion (the file named after
+    it plus ``companion_suffix``, written for it)."""
     for stale in folder.glob(pattern):
-        if _remove_if_unlocked(stale, lambda fd: os.fstat(fd).st_size == 0):
+        if _remove_if_unlocked(stale, _is_claim):
             stale.with_name(stale.name + companion_suffix).unlink(missing_ok=True)
 
 
-def _create_locked(path: Path, take_over_empty: bool = False) -> int:
-    """A new file at ``path``, open and locked. With ``take_over_empty``, an empty
-    file there that nobody holds locked is taken over rather than refused."""
+def _create_locked(path: Path, take_over_claim: bool = False) -> int:
+    """A new file at ``path``, open and locked; with ``take_over_claim``, holding
+    :data:`CLAIM`, and a claim there that nobody holds locked is taken over rather
+    than refused."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        if not take_over_empty:
+        if not take_over_claim:
             raise
         fd = os.open(path, os.O_RDWR)
         try:
@@ -114,7 +116,7 @@ def _create_locked(path: Path, take_over_empty: bool = False) -> int:
         except BlockingIOError:
             os.close(fd)
             raise FileExistsError(path) from None  # a claim being written
-        if os.fstat(fd).st_size or not _still_at(fd, path):
+        if not _is_claim(fd) or not _still_at(fd, path):
             os.close(fd)
             raise FileExistsError(path) from None
         return fd
@@ -122,7 +124,17 @@ def _create_locked(path: Path, take_over_empty: bool = False) -> int:
     if not _still_at(fd, path):  # removed as abandoned before it was locked: try again
         os.close(fd)
         raise FileExistsError(path)
+    if take_over_claim:
+        os.write(fd, CLAIM)
     return fd
+
+
+# What a claim holds: no file of a user's, not even an empty one, is taken for one.
+CLAIM = b"mnemosyne: a backup is being written here\n"
+
+
+def _is_claim(fd: int) -> bool:
+    return os.fstat(fd).st_size == len(CLAIM) and os.pread(fd, len(CLAIM) + 1, 0) == CLAIM
 
 
 def _still_at(fd: int, path: Path) -> bool:
