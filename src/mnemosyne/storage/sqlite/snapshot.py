@@ -21,6 +21,8 @@ from pathlib import Path
 # module's files match.
 _TEMPORARY = ".{name}.mnemosyne-{token}.tmp"
 _TEMPORARY_GLOB = ".*.mnemosyne-*.tmp"
+# What a claim holds: no file of a user's, not even an empty one, is taken for one.
+CLAIM = b"mnemosyne: a backup is being written here\n"
 
 
 @contextlib.contextmanager
@@ -128,9 +130,6 @@ def _create_locked(path: Path, take_over_claim: bool = False) -> int:
         os.write(fd, CLAIM)
     return fd
 
-
-# What a claim holds: no file of a user's, not even an empty one, is taken for one.
-CLAIM = b"mnemosyne: a backup is being written here\n"
 
 
 def _is_claim(fd: int) -> bool:
