@@ -98,7 +98,7 @@ class EmbedderSlot:
         try:
             return self.vectors_for(texts)
         except EmbedderError as exc:
-            failures = self._own_failures if isinstance(exc, _NotThisDatabases) else self._failures
+            failures = self._own_failures if isinstance(exc, _SizeThisDatabaseRefuses) else self._failures
             if failures.get("failed_at") is None:
                 log.warning(
                     "embedder %s failed (%s); memories are stored and searchable lexically and "
@@ -178,7 +178,7 @@ def _failures_of(embedder: Embedder | None) -> dict[str, float]:
         return _ENDPOINT_FAILURES.setdefault((embedder.name, embedder.model, address), {})
 
 
-class _NotThisDatabases(EmbedderError):
+class _SizeThisDatabaseRefuses(EmbedderError):
     """Vectors of another size than this database's: the model may serve others well."""
 
 
@@ -206,7 +206,7 @@ def _checked(vectors: np.ndarray, count: int, dimension: int | None) -> np.ndarr
     if vectors.ndim != 2 or vectors.shape[0] != count or vectors.shape[1] == 0:
         raise EmbedderError(f"the embedder returned vectors of shape {vectors.shape} for {count} texts")
     if dimension and vectors.shape[1] != dimension:
-        raise _NotThisDatabases(f"the embedder returned {vectors.shape[1]}-dimensional vectors, not {dimension}")
+        raise _SizeThisDatabaseRefuses(f"the embedder returned {vectors.shape[1]}-dimensional vectors, not {dimension}")
     if not np.isfinite(vectors).all():
         raise EmbedderError("the embedder returned vectors with NaN or infinite values")
     # The contract asks for unit rows; a custom model that skips it would defeat the
