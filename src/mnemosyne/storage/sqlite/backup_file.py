@@ -55,7 +55,8 @@ def manifest_path(backup_path: str | Path) -> Path:
 def write_backup(conn: Connection, source: Path, target: Path, *, checked: bool = False) -> BackupManifest:
     """Copy the database behind ``conn`` (the file ``source``) to a new ``target``.
 
-    Writes the snapshot, then its manifest, and returns the manifest. ``checked``:
+    Writes the snapshot to a temporary file, then its manifest, then gives it its
+    name, and returns the manifest. ``checked``:
     the snapshot must pass SQLite's integrity check first, or it is removed and
     :class:`BackupError` raised: a copy of a damaged page could never be restored,
     and its manifest would tell monitoring a backup was made. Never replaces
@@ -90,7 +91,7 @@ def write_backup(conn: Connection, source: Path, target: Path, *, checked: bool 
 
 def remove_killed_backups(folder: Path, pattern: str) -> None:
     """Delete what backups matching ``pattern`` in ``folder`` that were killed left:
-    the empty file that held the name, and a manifest written for it."""
+    the claim that held the name, and a manifest written for it."""
     remove_abandoned_claims(folder, pattern, MANIFEST_SUFFIX)
 
 
