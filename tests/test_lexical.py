@@ -10,6 +10,7 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.core import lexical
 from mnemosyne.core.lexical import fts_queries
+from mnemosyne.storage.base import Filters
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -23,14 +24,13 @@ def test_past_the_threshold_rare_terms_find_and_common_terms_only_score(monkeypa
     monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 100)
     counts = {"the": 9000, "deploy": 3000, "kubernetes": 40, "helm": 50}
     rare, common = '"kubernetes" OR "helm"', '"deploy" OR "the"'
-    assert fts_queries(list(counts), counts, total=50_000) == [
-        f"({rare}) NOT ({common})", f"({rare}) AND ({common})"]
+    assert fts_queries(list(counts), counts, total=50_000) == [rare, f"({rare}) AND ({common})"]
 
 
 def test_the_rarest_term_always_finds_candidates(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
     counts = {"deploy": 3000, "release": 2000}
-    assert fts_queries(list(counts), counts, total=50_000)[0] == '("release") NOT ("deploy")'
+    assert fts_queries(list(counts), counts, total=50_000)[0] == '"release"'
 
 
 def test_memories_rare_terms_find_get_the_whole_query_s_score(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -50,10 +50,36 @@ def test_memories_rare_terms_find_get_the_whole_query_s_score(tmp_path: Path, mo
         assert ranking(5) == ranking(10**9)
 
 
+def test_a_search_cut_short_keeps_the_whole_query_s_best_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """More memories hold the rare term than the search keeps. The ones also holding
+    common terms score higher; those kept are the best of the whole query, with its
+    scores, in both fields."""
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        mem.remember_many([f"the weekly deploy note {i}" for i in range(60)])
+        mem.remember_many([
+            f"zebrafish {'tank ' * (i % 5)}{'weekly deploy' if i % 3 == 0 else 'feeding'} {i}" for i in range(40)
+        ])
+        store = mem._store
+        filters = Filters(viewer_session="a")
+        terms = ["zebrafish", "weekly", "deploy"]
+        counts, _ = store.term_frequencies(terms)
+        monkeypatch.setattr(lexical, "POSTINGS_BUDGET", counts["zebrafish"])
+        split = lexical.fts_queries(terms, counts, total=10**6)
+        assert split == ['"zebrafish"', '("zebrafish") AND ("weekly" OR "deploy")']
+        whole = lexical.fts_expression(terms)
+        for limit in (5, 12, 30):
+            found = store.search_text({"content": split, "context": split}, filters, limit)
+            expected = store.search_text({"content": [whole], "context": [whole]}, filters, 1000)
+            for field, hits in found.items():
+                best = [hit for hit in expected[field] if "zebrafish" in store.contents_by_seq([hit[0]])[hit[0]]]
+                assert [seq for seq, _ in hits] == [seq for seq, _ in best[:limit]]
+                assert [score for _, score in hits] == pytest.approx([score for _, score in best[:limit]])
+
+
 def test_a_term_no_memory_holds_does_not_take_the_rarest_term_s_place(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
     counts = {"deploy": 3000, "schedule": 0, "release": 2000}
-    assert fts_queries(list(counts), counts, total=50_000)[0] == '("schedule" OR "release") NOT ("deploy")'
+    assert fts_queries(list(counts), counts, total=50_000)[0] == '"schedule" OR "release"'
     assert lexical.fts_fallback(list(counts), counts, total=50_000) == '("deploy") NOT ("schedule" OR "release")'
     assert lexical.fts_fallback(["deploy", "schedule"], {"deploy": 3000}, total=50_000) is None
 
