@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sqlite3
 from collections.abc import Iterable
 from datetime import timezone, tzinfo
 
@@ -117,7 +116,8 @@ def search(
         )
         facts = store.ranking_facts(keys)
         if query_vector is not None and dense_hits:
-            dense_hits = [*dense_hits, *_similarities_now(store, slot, query_vector, facts)]
+            found_by_words = dict.fromkeys(seq for hits in lexical_hits.values() for seq, _ in hits if seq in facts)
+            dense_hits = [*dense_hits, *_similarities_now(store, slot, query_vector, list(found_by_words))]
         naming = lexical.source_terms(query)
         candidates = {
             seq: Candidate(
@@ -131,7 +131,7 @@ def search(
             for seq, row in facts.items()
         }
         window = window_seconds(query, local_time(now, zone))
-        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, stretch)[:top_k]
+        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, stretch, top_k)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
@@ -141,16 +141,17 @@ def search(
 
 
 def _similarities_now(
-    store: SQLiteStore, slot: EmbedderSlot, query_vector: np.ndarray, facts: dict[int, sqlite3.Row]
+    store: SQLiteStore, slot: EmbedderSlot, query_vector: np.ndarray, found_by_words: list[int]
 ) -> list[tuple[int, float]]:
-    """Similarities of the candidates found by their words that have no vector yet
-    (stored while the model was down, or by a process without it), embedded now.
+    """Similarities of the candidates found by their words (best matches first) that
+    have no vector yet (stored while the model was down, or by a process without
+    it), embedded now.
 
     Left without one, such a memory would score nothing for meaning, and any
     neighbour by meaning would outrank the memory holding every word of the query.
     The vectors are not stored: the backfill does that.
     """
-    waiting = [seq for seq, row in facts.items() if not row["has_vector"]][:EMBEDDED_AT_RECALL]
+    waiting = store.without_vectors(found_by_words)[:EMBEDDED_AT_RECALL]
     if not waiting:
         return []
     contents = store.contents_by_seq(waiting)

@@ -98,8 +98,10 @@ def fuse(
     weights: Weights = Weights(),
     dense_window: Sequence[tuple[int, float]] = (),
     stretch: bool = True,
+    limit: int | None = None,
 ) -> list[Ranked]:
-    """Rank every candidate, best first. Keys missing from ``candidates`` are skipped.
+    """Rank every candidate (or the best ``limit``), best first. Keys missing from
+    ``candidates`` are skipped.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -117,41 +119,56 @@ def fuse(
         key for hits in lexical.values() for key, _ in hits
     }
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
-    parts = {
-        key: {field: values.get(key, 0.0) for field, values in signals.items()} for key in candidates
-    }
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
     # evidence the whole episode holds, and (below) the episode's best score.
-    lexical_evidence = {key: p.get("content", 0.0) + p.get("context", 0.0) for key, p in parts.items()}
+    content, context = signals.get("content", {}), signals.get("context", {})
+    lexical_evidence = {key: content.get(key, 0.0) + context.get(key, 0.0) for key in candidates}
     episodes = _episodes(candidates, weights.episode_gap_s)
     episode_evidence = _per_episode(episodes, lexical_evidence, sum)
     most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
     signals["episode_match"] = {key: episode_evidence[key] / most_evidence for key in candidates}
-    for key, p in parts.items():
-        p["episode_match"] = signals["episode_match"][key]
     relevance = _relevance(signals, candidates, weights)
-    best_overall = max(relevance.values(), default=0.0)
+    best_overall = max(relevance.values(), default=0.0) or 1.0
     episode_best = _per_episode(episodes, relevance, max)
-    ranked = []
+    episode = {key: weights.episode * best / best_overall for key, best in episode_best.items()}
+    scores = {}
     for key, candidate in candidates.items():
-        # Found by a signal but scoring 0 (the lowest similarity): ranked, not dropped.
+        # Found by meaning alone, and not close: not a result. (A candidate that a
+        # signal found but scored 0, the lowest similarity, is ranked, not dropped.)
         if key in meaning_only:
             continue
-        episode = weights.episode * episode_best[key] / best_overall
-        base = relevance[key] + episode
-        age_days = max(0.0, now - candidate.created_at) / DAY
-        factors = {
-            "importance": 1 + weights.importance * (candidate.importance - 0.5),
-            "recency": 1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
-            "time_match": 1 + weights.time_match * _in_window(candidate.created_at, window),
-            "access": 1 + weights.access * math.log1p(candidate.access_count),
-        }
-        score = base * math.prod(factors.values())
-        components = {**parts[key], "relevance": relevance[key], "episode": episode, **factors, "score": score}
-        ranked.append(Ranked(key, score, components))
-    ranked.sort(key=lambda r: (-r.score, r.key))
-    return ranked
+        scores[key] = (relevance[key] + episode[key]) * math.prod(_factors(candidate, now, window, weights))
+    best = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+    # Explaining is for the few returned, not every candidate.
+    return [
+        Ranked(key, scores[key], {
+            **{field: values.get(key, 0.0) for field, values in signals.items()},
+            "relevance": relevance[key],
+            "episode": episode[key],
+            **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights), strict=True)),
+            "score": scores[key],
+        })
+        for key in best
+    ]
+
+
+# What multiplies a candidate's relevance, in ``explain``'s words.
+_FACTORS = ("importance", "recency", "time_match", "access")
+
+
+def _factors(
+    candidate: Candidate, now: float, window: tuple[float, float] | None, weights: Weights
+) -> tuple[float, float, float, float]:
+    """The ``_FACTORS`` of a candidate: its importance, freshness, a match with the
+    time the query names, and past use."""
+    age_days = max(0.0, now - candidate.created_at) / DAY
+    return (
+        1 + weights.importance * (candidate.importance - 0.5),
+        1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
+        1 + weights.time_match * _in_window(candidate.created_at, window),
+        1 + weights.access * math.log1p(candidate.access_count),
+    )
 
 
 # Fields whose weight moves with the memory's length (see ``Weights``).
@@ -165,6 +182,9 @@ def _relevance(
     by the memory's length, the others fixed. Signals are sparse, so only the values
     present are visited."""
     span = max(1, weights.long_chars - weights.short_chars)
+    longness = {
+        key: min(1.0, max(0.0, (c.length - weights.short_chars) / span)) for key, c in candidates.items()
+    }
     total = dict.fromkeys(candidates, 0.0)
     for field, values in signals.items():
         if field in _BY_LENGTH:
@@ -172,8 +192,7 @@ def _relevance(
                 weights.context, weights.long_context)
             for key, value in values.items():
                 if key in total:
-                    longness = min(1.0, max(0.0, (candidates[key].length - weights.short_chars) / span))
-                    total[key] += (short + longness * (long - short)) * value
+                    total[key] += (short + longness[key] * (long - short)) * value
         else:
             weight = getattr(weights, field)
             for key, value in values.items():

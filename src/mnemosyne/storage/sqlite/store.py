@@ -546,6 +546,12 @@ class SQLiteStore(VectorRows):
         the index is current and made by the query's embedder."""
         return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
 
+    def without_vectors(self, seqs: Iterable[int]) -> list[int]:
+        """The ``seqs`` the index holds no vector for, as the last ``search_vectors``
+        left it (a damaged vector counts as none). Asking the index, not the table:
+        reading a memory's vector row costs a page per candidate."""
+        return list(seqs) if self._index is None else self._index.lacking(seqs)
+
     def representatives(
         self, seqs: Iterable[int], filters: Filters, terms: Collection[str] = ()
     ) -> dict[int, int | None]:
@@ -599,15 +605,13 @@ class SQLiteStore(VectorRows):
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
         """What ranking needs of each candidate (importance, created_at, access_count,
-        session_id, source, length, has_vector): a light read, so only the final
-        results pay for decoding."""
+        session_id, source, length): a light read, so only the final results pay for
+        decoding."""
         with self._db.read() as conn:
             rows = select_in(
                 conn,
-                "SELECT seq, importance, created_at, access_count, session_id, source, length(content) AS length, "
-                "EXISTS (SELECT 1 FROM memory_vectors AS v WHERE v.seq = memories.seq) AS has_vector "
-                "FROM memories "
-                "WHERE seq IN ({marks})",
+                "SELECT seq, importance, created_at, access_count, session_id, source, length(content) AS length "
+                "FROM memories WHERE seq IN ({marks})",
                 list(dict.fromkeys(seqs)),
             )
         return {row["seq"]: row for row in rows}

@@ -143,6 +143,15 @@ class VectorIndex:
         order = top[np.argsort(-scores[top], kind="stable")]
         return [(int(seqs[i]), float(scores[i])) for i in order]
 
+    def lacking(self, seqs: Iterable[int]) -> list[int]:
+        """The ``seqs`` that have no vector here, in their order."""
+        wanted = np.fromiter(seqs, dtype=np.int64)
+        with self._lock:
+            rows = np.searchsorted(self._seqs[: self._size], wanted)
+            found = rows < self._size
+            found[found] = self._seqs[rows[found]] == wanted[found]
+        return [int(seq) for seq in wanted[~found]]
+
     def window_similarities(
         self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float
     ) -> list[tuple[int, float]]:
