@@ -425,20 +425,21 @@ def test_a_restore_interrupted_while_copying_changes_nothing(
 def test_a_restore_interrupted_after_it_went_live_reports_it_restored(
     db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mnemosyne.dr import recovery
+    from mnemosyne.storage.sqlite import snapshot
 
     seed(db_path, count=3)
     create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")
     restored = rows(db_path)
     with Mnemosyne(session_id="s1", db_path=db_path) as live:
         live.remember("written after the backup")
-    remove = recovery._remove_stage
+    remove = snapshot._remove
 
-    def interrupted(staged: Path) -> None:  # Ctrl-C while the staged copy is removed
-        remove(staged)
-        raise KeyboardInterrupt
+    def interrupted(path: Path) -> None:  # Ctrl-C while the staged copy is removed
+        remove(path)
+        if path.name.startswith(f".{db_path.name}.mnemosyne-"):  # the stage, not the safety copy's
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(recovery, "_remove_stage", interrupted)
+    monkeypatch.setattr(snapshot, "_remove", interrupted)
     manifest = restore_backup(backup_path=tmp_path / "b.bak", db_path=db_path)
     assert manifest.memory_count == 3 and rows(db_path) == restored
 

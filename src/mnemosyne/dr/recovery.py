@@ -14,7 +14,6 @@ target, keeps the replaced database as a safety copy, and swaps atomically.
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import json
 import logging
@@ -25,7 +24,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -52,7 +51,7 @@ from ..storage.sqlite.backup_file import (
 )
 from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only, translate
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
-from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned
+from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned, temporary_file
 
 log = logging.getLogger("mnemosyne.dr")
 
@@ -217,50 +216,21 @@ def _copy_to_stage(backup: Path, staged: Path, manifest: BackupManifest) -> None
 
 @contextmanager
 def _stage(target: Path) -> Iterator[Path]:
-    """A new file beside ``target`` to copy the backup into, removed afterwards (with
-    the ``-wal``/``-shm`` SQLite gives it). It is locked (``flock``) while the restore
-    runs: another restore, even from another container, tells it from one that a
-    killed restore left."""
-    staged = target.with_name(f".{target.name}.restore-{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned_stages(target)
-        # And what killed restores' safety copies and killed backups left here.
-        remove_killed_backups(target.parent, f"{glob.escape(target.name)}.pre-restore-*.bak")
-        remove_abandoned(target.parent)
-        lock = os.open(staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError as exc:  # a read-only folder
-        raise translate(exc, staged, "stage the backup beside the database (nothing was restored)") from exc
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """A new file beside ``target``, readable by its owner only, to copy the backup
+    into; removed afterwards (see ``snapshot.temporary_file``). It is locked while
+    the restore runs: another restore, even from another container, tells it from
+    one that a killed restore left."""
+    with ExitStack() as stack:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # What killed restores left here: their safety copies, and the stages of
+            # releases that named them apart.
+            remove_killed_backups(target.parent, f"{glob.escape(target.name)}.pre-restore-*.bak")
+            remove_abandoned(target.parent, f".{glob.escape(target.name)}.restore-*.tmp")
+            staged = stack.enter_context(temporary_file(target, mode=0o600))
+        except OSError as exc:  # a read-only folder
+            raise translate(exc, target, "stage the backup beside the database (nothing was restored)") from exc
         yield staged
-    finally:
-        try:
-            _remove_stage(staged)
-        finally:  # even when Ctrl-C cuts the removal short: the next restore removes it
-            os.close(lock)
-
-
-def _remove_abandoned_stages(target: Path) -> None:
-    """Delete the copies left beside ``target`` by restores that were killed: those
-    no running restore holds locked."""
-    for stage in target.parent.glob(f".{target.name}.restore-*.tmp"):
-        try:
-            lock = os.open(stage, os.O_RDWR)
-        except FileNotFoundError:
-            continue
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _remove_stage(stage)
-        except BlockingIOError:
-            pass  # a restore under way
-        finally:
-            os.close(lock)
-
-
-def _remove_stage(staged: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        staged.with_name(staged.name + suffix).unlink(missing_ok=True)
 
 
 def _refuse_foreign_target(target: Path) -> None:

@@ -68,15 +68,16 @@ def temporary_copy(conn: sqlite3.Connection, dest: Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def temporary_file(dest: Path) -> Iterator[Path]:
-    """A new empty file beside ``dest``, locked while the block writes it, removed
-    when it ends (once renamed, it lives on under the new name). Temporary files
-    that killed processes left there are removed first."""
+def temporary_file(dest: Path, mode: int = 0o644) -> Iterator[Path]:
+    """A new empty file beside ``dest`` (with permissions ``mode``), locked while the
+    block writes it, removed when it ends with the ``-journal``/``-wal``/``-shm``
+    files SQLite gives it (once renamed, it lives on under the new name). Temporary
+    files that killed processes left there are removed first."""
     remove_abandoned(dest.parent)
     while True:
         tmp = dest.with_name(_TEMPORARY.format(name=dest.name, token=f"{os.getpid()}-{secrets.token_hex(4)}"))
         with contextlib.suppress(FileExistsError):
-            fd = _create_locked(tmp)
+            fd = _create_locked(tmp, mode)
             break
     try:
         yield tmp
@@ -87,10 +88,10 @@ def temporary_file(dest: Path) -> Iterator[Path]:
             os.close(fd)
 
 
-def remove_abandoned(folder: Path) -> None:
+def remove_abandoned(folder: Path, pattern: str = _TEMPORARY_GLOB) -> None:
     """Delete the temporary files in ``folder`` that killed processes left: those no
-    process holds locked."""
-    for stale in folder.glob(_TEMPORARY_GLOB):
+    process holds locked. ``pattern`` names them (by default, this module's)."""
+    for stale in folder.glob(pattern):
         _remove_if_unlocked(stale, lambda fd: True)
 
 
@@ -103,12 +104,12 @@ def remove_abandoned_claims(folder: Path, pattern: str, companion_suffix: str) -
             stale.with_name(stale.name + companion_suffix).unlink(missing_ok=True)
 
 
-def _create_locked(path: Path, take_over_claim: bool = False) -> int:
-    """A new file at ``path``, open and locked; with ``take_over_claim``, holding
-    :data:`CLAIM`, and a claim there that nobody holds locked is taken over rather
-    than refused."""
+def _create_locked(path: Path, mode: int = 0o644, take_over_claim: bool = False) -> int:
+    """A new file at ``path`` (with permissions ``mode``), open and locked; with
+    ``take_over_claim``, holding :data:`CLAIM`, and a claim there that nobody holds
+    locked is taken over rather than refused."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
         if not take_over_claim:
             raise
