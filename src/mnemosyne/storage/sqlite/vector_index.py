@@ -147,10 +147,15 @@ class VectorIndex:
         """The ``seqs`` that have no vector here, in their order."""
         wanted = np.fromiter(seqs, dtype=np.int64)
         with self._lock:
-            rows = np.searchsorted(self._seqs[: self._size], wanted)
-            found = rows < self._size
-            found[found] = self._seqs[rows[found]] == wanted[found]
+            _, found = self._rows_of(wanted)
         return [int(seq) for seq in wanted[~found]]
+
+    def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each wanted seq's row, and whether it is here at all (hold the lock)."""
+        rows = np.searchsorted(self._seqs[: self._size], wanted)
+        found = rows < self._size
+        found[found] = self._seqs[rows[found]] == wanted[found]
+        return rows, found
 
     def window_similarities(
         self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float
@@ -164,11 +169,7 @@ class VectorIndex:
         find. Memories without a vector are left out; a summary or fact stands alone."""
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
-            n = self._size
-            wanted = np.fromiter(seqs, dtype=np.int64)
-            rows = np.searchsorted(self._seqs[:n], wanted)
-            found = rows < n
-            found[found] = self._seqs[rows[found]] == wanted[found]
+            rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
             rows = rows[found]
             is_global = self._global[rows]
             members = [rows]
