@@ -28,12 +28,14 @@ class EmbeddingServer:
     (a redirect), "garbled" (a row dropped, another repeated), "error" (an error
     object for an answer), "unauthorized" (HTTP 401 with OpenAI's error body). A
     request holding a text longer than ``longest`` is refused with HTTP 400, as a
-    model's token limit is."""
+    model's token limit is; one holding ``poison`` with HTTP 500, as llama.cpp's
+    server answers a text over its limit."""
 
     def __init__(self) -> None:
         self.mode = "ok"
         self.dimension = 8
         self.longest = 10_000
+        self.poison: str | None = None
         self.authorizations: list[str | None] = []
         self.paths: list[str] = []
         server = self
@@ -77,6 +79,9 @@ class EmbeddingServer:
                     return
                 if any(len(text) > server.longest for text in request["input"]):
                     self.send_error(400, "input too long")
+                    return
+                if server.poison is not None and any(server.poison in text for text in request["input"]):
+                    self.send_error(500, "input is too large to process")
                     return
                 rows = HashEmbedder(server.dimension).embed(request["input"]).tolist()
                 if server.mode == "ragged":
@@ -259,11 +264,52 @@ def test_a_text_the_model_refuses_costs_only_its_own_vector(server, tmp_path: Pa
         with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
             ids = mem.remember_many(texts)
             assert vector_sizes(db) == [8] * 20
-            assert mem.backfill_vectors() == 0  # tried again, refused again, and no error
-            assert ids[7] in [m.id for m in mem.recall("pasted log line")]  # found by its words
+            assert mem.backfill_vectors() == 0  # no error
+            for _ in range(3):
+                asked = len(server.paths)
+                assert ids[7] in [m.id for m in mem.recall("pasted log line")]  # found by its words
+                assert len(server.paths) == asked + 1  # the query's vector: the refused text is not asked again
             mem.remember("written after the refusal")  # the model was never put aside
             assert vector_sizes(db) == [8] * 21
-    assert "refused a text" in caplog.text and "retrying in" not in caplog.text  # never taken for an outage
+    assert caplog.text.count("refused a text") == 1 and "retrying in" not in caplog.text  # never an outage
+
+
+def test_a_server_error_on_one_text_costs_only_its_own_vector(server, tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    server.poison = "POISON"
+    texts = [f"short fact number {i} about the rollout" for i in range(20)]
+    texts.insert(7, "a POISON pill for the model")
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+            ids = mem.remember_many(texts)
+            assert vector_sizes(db) == [8] * 20
+            assert ids[7] in [m.id for m in mem.recall("poison pill")]
+            assert mem.backfill_vectors() == 0
+            mem.remember("written after the server error")
+            assert vector_sizes(db) == [8] * 21
+    assert caplog.text.count("refused a text") == 1 and "retrying in" not in caplog.text
+
+
+def test_a_server_failing_every_text_is_an_outage_not_a_refusal(server, tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    server.poison = ""  # in every text: HTTP 500 for everything
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+            mem.remember_many([f"short fact number {i}" for i in range(5)])
+            assert mem.get_stats().embedder.endswith(", failing")
+            server.poison = None
+            assert mem.backfill_vectors() == 5  # asked again, and the texts were never written off
+    assert "retrying in" in caplog.text and "refused a text" not in caplog.text
+
+
+def test_an_instance_expecting_another_size_does_not_stop_the_others(server, tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "other.db", embedder=OpenAICompatibleEmbedder("hash", dimension=16)) as other:
+        other.remember("this instance expects 16 dimensions; the endpoint serves 8")
+        assert other.get_stats().embedder.endswith(", failing")
+        with Mnemosyne(db_path=tmp_path / "m.db", embedder="openai:hash") as mem:
+            mem.remember("the same endpoint serves this one well")
+            assert mem.get_stats().embedder == "openai:hash (8 dims)"
+    assert vector_sizes(tmp_path / "m.db") == [8]
 
 
 def test_one_answer_of_another_size_does_not_spoil_later_ones(server, tmp_path: Path, monkeypatch):

@@ -189,7 +189,7 @@ def test_a_memory_another_process_stored_without_a_vector_is_ranked_by_its_words
         mem.remember("the zebra crossing was repainted", allow_duplicate=True)
         found = {m.id: m.explanation for m in mem.recall("zebra crossing", top_k=2, explain=True)}
         assert len(found) == 2 and len({round(e["dense"], 2) for e in found.values()}) == 1
-        assert all(e["dense"] > 0 for e in found.values())
+        assert all(e["dense"] > 0 and e["dense_window"] > 0 for e in found.values())
 
 
 def test_asking_for_a_backfill_while_the_model_fails_is_an_error(tmp_path: Path):

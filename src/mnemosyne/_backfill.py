@@ -27,9 +27,6 @@ class Backfill:
         self._take_over = threading.Event()  # a caller of run() finishes the background pass
         self._thread: threading.Thread | None = None
         self._done_in_background = 0
-        # Texts the model answered without a vector (refused, or all zeros): asked for
-        # once per process, not again by every pass.
-        self._no_vector: set[tuple[int, str]] = set()
         background.stop_at_exit(self)  # a pass under way in any thread ends with the process
 
     def start(self) -> None:
@@ -88,12 +85,8 @@ class Backfill:
             if not batch:
                 break
             after = batch[-1][0]
-            batch = [(seq, content) for seq, content in batch if (seq, content) not in self._no_vector]
-            if not batch:
-                continue
+            # A text the model refused once is not asked for again (see EmbedderSlot).
             vectors = self._slot.embed([content for _, content in batch])
-            if self._slot.ready:  # the model answered: a None is a text it has no vector for
-                self._no_vector.update(item for item, vector in zip(batch, vectors, strict=True) if vector is None)
             embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)
                         if vector is not None]
             if embedded and self._slot.signature is not None:

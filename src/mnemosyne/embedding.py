@@ -8,6 +8,7 @@ the model is not retried on every call, only after a cool-down.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -46,6 +47,9 @@ class EmbedderSlot:
             self.signature = {**self.signature, "dimension": self._dimension}
         self._failures = _failures_of(embedder)  # the model's (an endpoint's: shared in the process)
         self._own_failures: dict[str, float] = {}  # answers fit for another database, not this one
+        # Texts the model answered without a vector (refused, or all zeros), by digest:
+        # asked for once per process, not again by every recall and backfill pass.
+        self._no_vector: set[bytes] = set()
         self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
@@ -113,19 +117,28 @@ class EmbedderSlot:
         """A vector for each text; None for a text the model refuses (too long for it,
         say), found by halving the batch, so one such text never costs the others
         theirs, and for one it maps to zero (no words it knows): that vector would
-        never be found. A failure of the model as a whole raises ``EmbedderError``,
-        and so does a model that refuses any text, told by a one-word probe as soon
-        as it refuses a batch (a chat model behind the endpoint, say): halving would
-        ask it twice per text."""
+        never be found. Either kind is not asked for again by this slot. A failure
+        of the model as a whole raises ``EmbedderError``, and so does a model that
+        refuses any text, told by a one-word probe as soon as it refuses a batch (a
+        chat model behind the endpoint, say): halving would ask it twice per text."""
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        asked = [i for i, text in enumerate(texts) if _digest(text) not in self._no_vector]
+        if not asked:
+            return vectors
         try:
-            vectors = list(self.embed_checked(texts))
+            answers = list(self.embed_checked([texts[i] for i in asked]))
         except EmbedderInputError as exc:
             try:
                 self.embed_checked(["memory"])
             except EmbedderInputError as probe:
                 raise EmbedderError(f"the embedder refuses any text, even one word: {probe}") from exc
-            vectors = self._split_refused(texts, exc)
-        return [vector if vector is not None and vector.any() else None for vector in vectors]
+            answers = self._split_refused([texts[i] for i in asked], exc)
+        for i, vector in zip(asked, answers, strict=True):
+            if vector is not None and vector.any():
+                vectors[i] = vector
+            else:
+                self._no_vector.add(_digest(texts[i]))
+        return vectors
 
     def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
         """Vectors (zero rows included) for ``texts``, which the model refused as a
@@ -179,7 +192,12 @@ def _failures_of(embedder: Embedder | None) -> dict[str, float]:
 
 
 class _SizeThisDatabaseRefuses(EmbedderError):
-    """Vectors of another size than this database's: the model may serve others well."""
+    """Vectors of another size than this slot's (its database's, or the size its
+    embedder declares): the model may serve other slots well."""
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _expected_dimension(embedder: Embedder | None, recorded: dict[str, Any] | None) -> int | None:

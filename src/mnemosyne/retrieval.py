@@ -117,7 +117,9 @@ def search(
         facts = store.ranking_facts(keys)
         if query_vector is not None and dense_hits:
             found_by_words = dict.fromkeys(seq for hits in lexical_hits.values() for seq, _ in hits if seq in facts)
-            dense_hits = [*dense_hits, *_similarities_now(store, slot, query_vector, list(found_by_words))]
+            embedded_now = _similarities_now(store, slot, query_vector, list(found_by_words))
+            # Its neighbours' vectors are not indexed with it: its window is itself.
+            dense_hits, dense_window_hits = [*dense_hits, *embedded_now], [*dense_window_hits, *embedded_now]
         naming = lexical.source_terms(query)
         candidates = {
             seq: Candidate(

@@ -23,7 +23,10 @@ from ..errors import EmbedderError, EmbedderInputError
 from .base import normalise_rows
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_INPUT_REFUSED = frozenset({400, 413, 422})  # HTTP statuses that blame the request's texts
+# HTTP statuses that may blame the request's texts rather than the service. 500 too:
+# llama.cpp's server answers it to a text over the model's limit. The caller tells a
+# service failing on every text by asking it for one word.
+_INPUT_REFUSED = frozenset({400, 413, 422, 500})
 
 
 class OpenAICompatibleEmbedder:
@@ -31,8 +34,9 @@ class OpenAICompatibleEmbedder:
 
     >>> OpenAICompatibleEmbedder("nomic-embed-text", base_url="http://127.0.0.1:11434/v1")  # Ollama
 
-    ``dimension``, when given, is checked on every answer; when not, the size of the
-    first answer the caller accepts is the model's (Mnemosyne records it). ``timeout``
+    ``dimension``, when given, is the size its vectors must have (Mnemosyne refuses
+    answers of another size); when not, the size of the first answer the caller
+    accepts is the model's (Mnemosyne records it). ``timeout``
     bounds each request as a whole, headers and body, however slowly they trickle
     in. Redirects are refused: the API key goes to ``base_url`` only.
     """
@@ -68,13 +72,7 @@ class OpenAICompatibleEmbedder:
             raise EmbedderError(f"{self.base_url} returned malformed embeddings for {self.model!r}: {exc}") from exc
         if matrix.ndim != 2 or matrix.shape[1] == 0:
             raise EmbedderError(f"{self.base_url} returned embeddings of shape {matrix.shape} for {self.model!r}")
-        vectors = normalise_rows(matrix)
-        if self.dimension is not None and vectors.shape[1] != self.dimension:
-            raise EmbedderError(
-                f"{self.base_url} returned {vectors.shape[1]}-dimensional vectors for {self.model!r}, "
-                f"expected {self.dimension}"
-            )
-        return vectors
+        return normalise_rows(matrix)
 
     def _request(self, batch: list[str]) -> list[list[float]]:
         headers = {"Content-Type": "application/json"}
@@ -91,8 +89,8 @@ class OpenAICompatibleEmbedder:
         try:
             body = _exchange(request, self._timeout)
         except _Status as exc:
-            # 400, 413, 422: this input (too long, say), not the service. Retried in
-            # halves by the caller, so the other texts still get their vectors.
+            # This input (too long, say), not the service: retried in halves by the
+            # caller, so the other texts still get their vectors.
             refused = EmbedderInputError if exc.code in _INPUT_REFUSED else EmbedderError
             raise refused(f"{failed}: {exc}") from exc
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
