@@ -303,6 +303,17 @@ def test_a_word_the_kept_copy_lacks_is_answered_by_the_merged_copy(mem: Mnemosyn
     assert [m.id for m in mem.recall("budget office Lisbon")] == [kept]  # the copy still stands for it
 
 
+def test_the_words_a_kept_copy_lacks_are_compared_as_the_index_matches_them(mem: Mnemosyne):
+    """By stem and with accents folded: "deploy" finds "deploying", "cafe" "café"."""
+    kept = mem.remember("Alice approved the budget for the new office in Lisbon", created_at=OLD)
+    again = mem.remember("Alice approved the budget for the new office in Lisbon, deploying the café",
+                         created_at=OLD + 60)
+    assert mem.sleep(policy=SleepPolicy(min_episode_size=10)).merged == 1
+    for query in ("deploy the budget", "cafe budget", "deploying budget", "café budget"):
+        assert mem.recall(query, top_k=1)[0].id == again, query
+    assert [m.id for m in mem.recall("budget office Lisbon")] == [kept]
+
+
 def test_a_shared_copy_edited_into_a_symbol_variant_gives_each_session_its_own_back(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(session_id="s1", db_path=db, embedder="none") as a, \

@@ -123,3 +123,23 @@ def test_the_common_terms_are_searched_only_when_the_results_would_fall_short(
         searched.clear()
         assert len(other.recall("kestrel deploy", top_k=10)) == 10
         assert any(query.startswith('("deploy") NOT') for query in searched)
+
+
+def test_term_counts_follow_forgets_and_words_new_to_the_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Counts are kept while memories are only added; a forget may make a common term
+    rare, and a word no memory held may become common."""
+    monkeypatch.setattr(lexical, "COMMON_TERMS_FROM", 10)
+    monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 15)
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        mem.remember_many([f"filler line {i}" for i in range(400)])
+        kubernetes = mem.remember_many([f"kubernetes cluster note {i}" for i in range(60)])
+        mem.remember_many([f"zebrafish tank note {i}" for i in range(10)])
+        query = "kubernetes zebrafish"
+        mem.recall(query)  # counts them: kubernetes is common, zebrafish finds the candidates
+        for memory_id in kubernetes[5:]:
+            mem.forget(memory_id)
+        found = {m.id for m in mem.recall(query, top_k=20)}
+        assert set(kubernetes[:5]) <= found  # now the rarer term
+        assert mem._store.term_frequencies(["blorp"])[0] == {"blorp": 0}
+        mem.remember_many([f"blorp thing {i}" for i in range(40)])  # under 10% more memories
+        assert mem._store.term_frequencies(["blorp"])[0] == {"blorp": 40}

@@ -15,7 +15,6 @@ import numpy as np
 
 from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
-from ...core.lexical import tokenize
 from ...core.signature import same_embedder
 from ...errors import (
     DatabaseBusyError,
@@ -66,7 +65,7 @@ class SQLiteStore(VectorRows):
         self.access = AccessRecorder(self._db)
         self._index: VectorIndex | None = None
         self._frequencies: dict[str, int] = {}
-        self._frequencies_total = 0
+        self._frequencies_as_of: tuple[int, str] = (0, "")  # (memories then, index epoch then)
         try:
             self._db.prepare()
             self.safety_backup = migrate(self._db)
@@ -504,21 +503,31 @@ class SQLiteStore(VectorRows):
         return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many memories contain each term (cached while the corpus grows < 10%),
-        and roughly how many memories there are (the highest seq)."""
+        """How many memories contain each term, and roughly how many memories there
+        are (the highest seq).
+
+        Counting a common term reads all its postings, so counts are kept while
+        memories are only added, up to 10% more: a term's share then moves little.
+        A forget or a sleep (anything that changes the index epoch) may move one
+        term a lot, and a term no memory holds yet may be about to become common:
+        those counts are taken again."""
         counts: dict[str, int] = {}
         with self._db.read() as conn:
             total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+            epoch = str(conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0])
             cache = self._frequencies  # threads share it: work on one dict, swap whole
-            if abs(total - self._frequencies_total) > 0.1 * max(total, 1):
+            counted_at, epoch_then = self._frequencies_as_of
+            if epoch != epoch_then or abs(total - counted_at) > 0.1 * max(total, 1):
                 cache = {}
-                self._frequencies, self._frequencies_total = cache, total
+                self._frequencies, self._frequencies_as_of = cache, (total, epoch)
             for term in terms:
                 count = cache.get(term)
                 if count is None:
-                    count = cache[term] = int(conn.execute(
+                    count = int(conn.execute(
                         "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)
                     ).fetchone()[0])
+                    if count:
+                        cache[term] = count
                 counts[term] = count
         return counts, total
 
@@ -593,13 +602,11 @@ class SQLiteStore(VectorRows):
             for start, candidate, newer in chains:
                 if candidate in passing and candidate > (standing_for[start] or 0):
                     standing_for[start], newer_value[start] = candidate, bool(newer)
-            if terms:
-                pairs = {start: rep for start, rep in standing_for.items()
-                         if rep is not None and not newer_value[start]}
-                contents = {row["seq"]: row["content"] for row in select_in(
-                    conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list({*pairs, *pairs.values()}))}
+            pairs = {start: rep for start, rep in standing_for.items() if rep is not None and not newer_value[start]}
+            if terms and pairs:
+                held = _terms_held(conn, terms, [*pairs, *pairs.values()])
                 for start, rep in pairs.items():
-                    if not set(tokenize(contents[start])).intersection(terms) <= set(tokenize(contents[rep])):
+                    if not held[start] <= held[rep]:
                         standing_for[start] = None  # returned itself: it says what was asked
         return standing_for
 
@@ -799,6 +806,17 @@ def _ranked(
         )
     rows = conn.execute(sql, (query, *params, limit)).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]
+
+
+def _terms_held(conn: sqlite3.Connection, terms: Collection[str], seqs: list[int]) -> dict[int, set[str]]:
+    """Which of ``terms`` each memory at ``seqs`` holds, matched as the text index
+    matches them: by stem, accents folded ("deploying" holds "deploy", "café" "cafe")."""
+    held: dict[int, set[str]] = {seq: set() for seq in seqs}
+    sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
+    for term in terms:
+        for (seq,) in select_in(conn, sql, list(held), (f'"{term}"',)):
+            held[seq].add(term)
+    return held
 
 
 def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
