@@ -24,7 +24,8 @@ from mnemosyne.testing import HashEmbedder
 class EmbeddingServer:
     """Serves ``POST /v1/embeddings`` with HashEmbedder vectors of ``dimension``, or
     the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan",
-    "drip" (the answer a byte every 0.2 s), "drip-headers" (its headers so), "moved"
+    "drip" (the answer a byte every 0.2 s), "drip-headers" (its headers so), "slow"
+    (the answer after a second), "moved"
     (a redirect), "garbled" (a row dropped, another repeated), "error" (an error
     object for an answer), "unauthorized" (HTTP 401 with OpenAI's error body). A
     request holding a text longer than ``longest`` is refused with HTTP 400, as a
@@ -83,6 +84,8 @@ class EmbeddingServer:
                 if server.poison is not None and any(server.poison in text for text in request["input"]):
                     self.send_error(500, "input is too large to process")
                     return
+                if server.mode == "slow":
+                    time.sleep(1.0)
                 rows = HashEmbedder(server.dimension).embed(request["input"]).tolist()
                 if server.mode == "ragged":
                     rows[0] = rows[0][:-1]
@@ -300,6 +303,16 @@ def test_a_server_failing_every_text_is_an_outage_not_a_refusal(server, tmp_path
             server.poison = None
             assert mem.backfill_vectors() == 5  # asked again, and the texts were never written off
     assert "retrying in" in caplog.text and "refused a text" not in caplog.text
+
+
+def test_an_instance_that_gives_up_sooner_does_not_stop_a_more_patient_one(server, tmp_path: Path):
+    server.mode = "slow"
+    with Mnemosyne(db_path=tmp_path / "hasty.db", embedder=OpenAICompatibleEmbedder("hash", timeout=0.3)) as hasty:
+        hasty.remember("asked with a 0.3 s timeout, answered after 1 s")
+        assert hasty.get_stats().embedder.endswith(", failing")
+        with Mnemosyne(db_path=tmp_path / "m.db", embedder=OpenAICompatibleEmbedder("hash", timeout=5)) as patient:
+            patient.remember("asked with a 5 s timeout")
+    assert vector_sizes(tmp_path / "m.db") == [8]
 
 
 def test_an_instance_expecting_another_size_does_not_stop_the_others(server, tmp_path: Path):

@@ -176,10 +176,11 @@ class EmbedderSlot:
         return vectors
 
 
-# When an endpoint last failed, for every slot of this process that uses it: an MCP
-# server opens an instance per session, and each would otherwise wait out the
-# endpoint's timeout and log the failure again. Other models keep theirs per slot.
-_ENDPOINT_FAILURES: dict[tuple[str, str, str], dict[str, float]] = {}
+# When an endpoint last failed, for every slot of this process that uses it with the
+# same timeout: an MCP server opens an instance per session, and each would otherwise
+# wait out the endpoint's timeout and log the failure again. (One that waits longer
+# may get answers a hastier one gave up on.) Other models keep theirs per slot.
+_ENDPOINT_FAILURES: dict[tuple[str, str, str, object], dict[str, float]] = {}
 _ENDPOINT_FAILURES_LOCK = threading.Lock()
 
 
@@ -187,8 +188,9 @@ def _failures_of(embedder: Embedder | None) -> dict[str, float]:
     address = getattr(embedder, "base_url", None)
     if embedder is None or not isinstance(address, str):
         return {}
+    key = (embedder.name, embedder.model, address, getattr(embedder, "timeout", None))
     with _ENDPOINT_FAILURES_LOCK:
-        return _ENDPOINT_FAILURES.setdefault((embedder.name, embedder.model, address), {})
+        return _ENDPOINT_FAILURES.setdefault(key, {})
 
 
 class _SizeThisDatabaseRefuses(EmbedderError):

@@ -57,7 +57,7 @@ class OpenAICompatibleEmbedder:
             or DEFAULT_BASE_URL
         ).rstrip("/")
         self.dimension = dimension
-        self._timeout = timeout
+        self.timeout = timeout
         self._batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -87,7 +87,7 @@ class OpenAICompatibleEmbedder:
         )
         failed = f"embedding request to {self.base_url} for {self.model!r} failed"
         try:
-            body = _exchange(request, self._timeout)
+            body = _exchange(request, self.timeout)
         except _Status as exc:
             # This input (too long, say), not the service: retried in halves by the
             # caller, so the other texts still get their vectors.
