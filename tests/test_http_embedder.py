@@ -25,7 +25,7 @@ class EmbeddingServer:
     """Serves ``POST /v1/embeddings`` with HashEmbedder vectors of ``dimension``, or
     the failure named by ``mode``: "down" (HTTP 503), "ragged", "null", "nan",
     "drip" (the answer a byte every 0.2 s), "drip-headers" (its headers so), "slow"
-    (the answer after a second), "moved"
+    (the answer after a second), "stalled" (after three), "moved"
     (a redirect), "garbled" (a row dropped, another repeated), "error" (an error
     object for an answer), "unauthorized" (HTTP 401 with OpenAI's error body). A
     request holding a text longer than ``longest`` is refused with HTTP 400, as a
@@ -84,8 +84,8 @@ class EmbeddingServer:
                 if server.poison is not None and any(server.poison in text for text in request["input"]):
                     self.send_error(500, "input is too large to process")
                     return
-                if server.mode == "slow":
-                    time.sleep(1.0)
+                if server.mode in ("slow", "stalled"):
+                    time.sleep(1.0 if server.mode == "slow" else 3.0)
                 rows = HashEmbedder(server.dimension).embed(request["input"]).tolist()
                 if server.mode == "ragged":
                     rows[0] = rows[0][:-1]
@@ -303,6 +303,24 @@ def test_a_server_failing_every_text_is_an_outage_not_a_refusal(server, tmp_path
             server.poison = None
             assert mem.backfill_vectors() == 5  # asked again, and the texts were never written off
     assert "retrying in" in caplog.text and "refused a text" not in caplog.text
+
+
+def test_closing_does_not_wait_for_a_stalled_endpoint(server, tmp_path: Path, monkeypatch):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        mem.remember("embedded while the endpoint answered")
+    with Mnemosyne(db_path=db, embedder="none") as other:
+        other.remember("stored by a process without the model")
+    failures: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    server.mode = "stalled"
+    mem = Mnemosyne(db_path=db, embedder=OpenAICompatibleEmbedder("hash", timeout=10))  # backfills in the background
+    time.sleep(0.5)  # its request is under way
+    started = time.monotonic()
+    mem.close()
+    assert time.monotonic() - started < 2.5  # not the request's 3 s, nor its 10 s timeout
+    time.sleep(3.5)  # the request left behind ends: its answer is not written, and nothing fails
+    assert vector_sizes(db) == [8] and not failures
 
 
 def test_an_instance_that_gives_up_sooner_does_not_stop_a_more_patient_one(server, tmp_path: Path):

@@ -7,12 +7,17 @@ from collections.abc import Callable
 
 from . import background
 from .embedding import EmbedderSlot
+from .errors import StorageError
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.vector_rows import Embedded
 
 # Small enough that closing, which waits for the batch under way, waits for one
-# short model call (one request to an HTTP endpoint), not several.
+# short model call, not several.
 BATCH = 64
+# How long closing waits for a request to a model behind an HTTP endpoint, which may
+# take its whole timeout: past this, the request is left to end on its own and its
+# answer is not written.
+REMOTE_WAIT_S = 1.0
 Progress = Callable[[int, int], None]
 
 
@@ -63,14 +68,21 @@ class Backfill:
     def stop(self) -> None:
         self.halt()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join()
+            # A model running in this process is waited for: a thread still inside
+            # native code when Python finalises aborts the process.
+            self._thread.join(REMOTE_WAIT_S if self._slot.remote else None)
 
     def _background(self) -> None:
         def halted() -> bool:
             return self._stop.is_set() or self._take_over.is_set()
 
         with self._lock:
-            self._done_in_background += self._fill(None, 0, 0, halted, self._store.newest_seq())
+            try:
+                self._done_in_background += self._fill(None, 0, 0, halted, self._store.newest_seq())
+            except StorageError:
+                if not self._stop.is_set():
+                    raise
+                # Closed while a request was left to end: its answer is not written.
 
     def _fill(
         self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool], up_to: int
@@ -87,6 +99,8 @@ class Backfill:
             after = batch[-1][0]
             # A text the model refused once is not asked for again (see EmbedderSlot).
             vectors = self._slot.embed([content for _, content in batch])
+            if self._stop.is_set():  # closing may not have waited for this answer
+                break
             embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)
                         if vector is not None]
             if embedded and self._slot.signature is not None:

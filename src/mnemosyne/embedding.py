@@ -45,6 +45,8 @@ class EmbedderSlot:
         self._dimension = _expected_dimension(embedder, recorded)
         if self.signature is not None and self._dimension and not self.signature.get("dimension"):
             self.signature = {**self.signature, "dimension": self._dimension}
+        # A model behind an HTTP endpoint: its calls hold no native state in this process.
+        self.remote = _address(embedder) is not None
         self._failures = _failures_of(embedder)  # the model's (an endpoint's: shared in the process)
         self._own_failures: dict[str, float] = {}  # answers fit for another database, not this one
         # Texts the model answered without a vector (refused, or all zeros), by digest:
@@ -184,9 +186,14 @@ _ENDPOINT_FAILURES: dict[tuple[str, str, str, object], dict[str, float]] = {}
 _ENDPOINT_FAILURES_LOCK = threading.Lock()
 
 
-def _failures_of(embedder: Embedder | None) -> dict[str, float]:
+def _address(embedder: Embedder | None) -> str | None:
     address = getattr(embedder, "base_url", None)
-    if embedder is None or not isinstance(address, str):
+    return address if isinstance(address, str) else None
+
+
+def _failures_of(embedder: Embedder | None) -> dict[str, float]:
+    address = _address(embedder)
+    if embedder is None or address is None:
         return {}
     key = (embedder.name, embedder.model, address, getattr(embedder, "timeout", None))
     with _ENDPOINT_FAILURES_LOCK:
