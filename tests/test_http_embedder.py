@@ -366,6 +366,23 @@ def test_the_timeout_bounds_an_answer_body_however_slowly_it_comes(server):
     assert time.monotonic() - started < 3
 
 
+def test_the_timeout_bounds_a_host_lookup_that_does_not_answer(server, monkeypatch):
+    by_name = OpenAICompatibleEmbedder("hash", base_url=server.url.replace("127.0.0.1", "localhost"), timeout=1.0)
+    assert by_name.embed(["the cat sat on the mat"]).shape == (1, 8)
+    look_up = socket.getaddrinfo
+
+    def unanswered(host, *args, **kwargs):  # a resolver that retries for long
+        if host == "localhost":
+            time.sleep(5)
+        return look_up(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", unanswered)
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="no address for localhost"):
+        by_name.embed(["the cat sat on the mat"])
+    assert time.monotonic() - started < 2
+
+
 def test_the_timeout_bounds_headers_however_slowly_they_come(server):
     server.mode = "drip-headers"
     started = time.monotonic()

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import ipaddress
 import json
 import os
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -142,11 +144,36 @@ class _Deadline:
 
     def __init__(self, timeout: float) -> None:
         self.expired = threading.Event()
+        self._end = time.monotonic() + timeout
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
+
+    def resolve(self, host: str, port: int) -> None:
+        """Look ``host`` up within the time left (its errors raised here). A resolver
+        that does not answer holds a lookup for as long as it retries, and no socket
+        is there yet to shut; the lookup is left to end on its own."""
+        with contextlib.suppress(ValueError):
+            ipaddress.ip_address(host)
+            return  # an address already: nothing to look up
+        found: list[BaseException | None] = []
+
+        def look_up() -> None:
+            try:
+                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                found.append(None)
+            except BaseException as exc:  # handed to the request's thread
+                found.append(exc)
+
+        lookup = threading.Thread(target=look_up, name="mnemosyne-resolve", daemon=True)
+        lookup.start()
+        lookup.join(max(0.0, self._end - time.monotonic()))
+        if not found:
+            raise TimeoutError(f"no address for {host} within the timeout")
+        if found[0] is not None:
+            raise found[0]
 
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
@@ -212,8 +239,9 @@ def _watched(
             super().__init__(*args, **kwargs)
             create = self._create_connection  # type: ignore[has-type]
 
-            def created(*args: Any, **kwargs: Any) -> socket.socket:
-                sock = create(*args, **kwargs)
+            def created(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+                deadline.resolve(*address)  # then looked up again, from the resolver's cache
+                sock = create(address, *args, **kwargs)
                 deadline.watch(sock)  # before a proxy's tunnel or TLS is set up over it
                 return sock
 
