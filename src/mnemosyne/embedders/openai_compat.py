@@ -38,10 +38,9 @@ class OpenAICompatibleEmbedder:
 
     ``dimension``, when given, is the size its vectors must have (Mnemosyne refuses
     answers of another size); when not, the size of the first answer the caller
-    accepts is the model's (Mnemosyne records it). ``timeout``
-    bounds each request as a whole, from the host's lookup to the last byte of the
-    answer, however slowly it trickles in. Redirects are refused: the API key goes to
-    ``base_url`` only.
+    accepts is the model's (Mnemosyne records it). ``timeout`` bounds each request as
+    a whole, from the host's lookup to the last byte of the answer, however slowly it
+    trickles in. Redirects are refused: the API key goes to ``base_url`` only.
     """
 
     name = "openai"
