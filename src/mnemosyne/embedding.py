@@ -105,13 +105,15 @@ class EmbedderSlot:
             return self.vectors_for(texts)
         except EmbedderError as exc:
             failures = self._own_failures if isinstance(exc, _SizeThisDatabaseRefuses) else self._failures
-            if failures.get("failed_at") is None:
+            with _FAILURES_LOCK:  # a backfill and a write may fail together: one warning
+                first = failures.get("failed_at") is None
+                failures["failed_at"] = time.monotonic()
+            if first:
                 log.warning(
                     "embedder %s failed (%s); memories are stored and searchable lexically and "
                     "their vectors will be backfilled; retrying in %.0f s",
                     self.description, exc, RETRY_AFTER_S,
                 )
-            failures["failed_at"] = time.monotonic()
             self._missed = True
             return [None] * len(texts)
 
@@ -183,7 +185,7 @@ class EmbedderSlot:
 # wait out the endpoint's timeout and log the failure again. (One that waits longer
 # may get answers a hastier one gave up on.) Other models keep theirs per slot.
 _ENDPOINT_FAILURES: dict[tuple[str, str, str, object], dict[str, float]] = {}
-_ENDPOINT_FAILURES_LOCK = threading.Lock()
+_FAILURES_LOCK = threading.Lock()
 
 
 def _address(embedder: Embedder | None) -> str | None:
@@ -196,7 +198,7 @@ def _failures_of(embedder: Embedder | None) -> dict[str, float]:
     if embedder is None or address is None:
         return {}
     key = (embedder.name, embedder.model, address, getattr(embedder, "timeout", None))
-    with _ENDPOINT_FAILURES_LOCK:
+    with _FAILURES_LOCK:
         return _ENDPOINT_FAILURES.setdefault(key, {})
 
 
