@@ -286,11 +286,16 @@ def test_a_server_error_on_one_text_costs_only_its_own_vector(server, tmp_path: 
         with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
             ids = mem.remember_many(texts)
             assert vector_sizes(db) == [8] * 20
-            assert ids[7] in [m.id for m in mem.recall("poison pill")]
-            assert mem.backfill_vectors() == 0
+            for _ in range(2):
+                asked = len(server.paths)
+                assert ids[7] in [m.id for m in mem.recall("poison pill")]
+                assert len(server.paths) == asked + 1  # only the query: asked again after a cool-down
+            assert mem.backfill_vectors() == 0  # asked again at once, as a failing model is
             mem.remember("written after the server error")
             assert vector_sizes(db) == [8] * 21
-    assert caplog.text.count("refused a text") == 1 and "retrying in" not in caplog.text
+            server.poison = None  # the error passes: the text is asked for again when asked to
+            assert mem.backfill_vectors() == 1
+    assert caplog.text.count("refused a text") == 2 and "retrying in" not in caplog.text
 
 
 def test_a_server_failing_every_text_is_an_outage_not_a_refusal(server, tmp_path: Path, caplog):
@@ -319,7 +324,7 @@ def test_closing_does_not_wait_for_a_stalled_endpoint(server, tmp_path: Path, mo
     started = time.monotonic()
     mem.close()
     assert time.monotonic() - started < 2.5  # not the request's 3 s, nor its 10 s timeout
-    time.sleep(3.5)  # the request left behind ends: its answer is not written, and nothing fails
+    time.sleep(3.5)  # the request left behind ends: its answer is dropped, and nothing fails
     assert vector_sizes(db) == [8] and not failures
 
 
@@ -368,15 +373,19 @@ def test_the_timeout_bounds_an_answer_body_however_slowly_it_comes(server):
 
 def test_the_timeout_bounds_a_host_lookup_that_does_not_answer(server, monkeypatch):
     by_name = OpenAICompatibleEmbedder("hash", base_url=server.url.replace("127.0.0.1", "localhost"), timeout=1.0)
-    assert by_name.embed(["the cat sat on the mat"]).shape == (1, 8)
-    look_up = socket.getaddrinfo
+    look_up, lookups, stalled = socket.getaddrinfo, [], []
 
-    def unanswered(host, *args, **kwargs):  # a resolver that retries for long
+    def resolver(host, *args, **kwargs):  # once stalled, one that retries for long
         if host == "localhost":
-            time.sleep(5)
+            lookups.append(host)
+            if stalled:
+                time.sleep(5)
         return look_up(host, *args, **kwargs)
 
-    monkeypatch.setattr(socket, "getaddrinfo", unanswered)
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    assert by_name.embed(["the cat sat on the mat"]).shape == (1, 8)
+    assert lookups == ["localhost"]  # once: the connection goes to the addresses found
+    stalled.append(True)
     started = time.monotonic()
     with pytest.raises(EmbedderError, match="no address for localhost"):
         by_name.embed(["the cat sat on the mat"])

@@ -15,8 +15,9 @@ from .storage.sqlite.vector_rows import Embedded
 # short model call, not several.
 BATCH = 64
 # How long closing waits for a request to a model behind an HTTP endpoint, which may
-# take its whole timeout: past this, the request is left to end on its own and its
-# answer is not written.
+# take its whole timeout: past this, the request is left to end on its own (its
+# answer is written if the database is still open, and the vectors are right then:
+# each is stored only for the text and the model that made it).
 REMOTE_WAIT_S = 1.0
 Progress = Callable[[int, int], None]
 
@@ -82,7 +83,7 @@ class Backfill:
             except StorageError:
                 if not self._stop.is_set():
                     raise
-                # Closed while a request was left to end: its answer is not written.
+                # Closed while a request was left to end: its answer is dropped.
 
     def _fill(
         self, progress: Progress | None, done_before: int, total: int, halted: Callable[[], bool], up_to: int
@@ -99,8 +100,6 @@ class Backfill:
             after = batch[-1][0]
             # A text the model refused once is not asked for again (see EmbedderSlot).
             vectors = self._slot.embed([content for _, content in batch])
-            if self._stop.is_set():  # closing may not have waited for this answer
-                break
             embedded = [(seq, content, vector) for (seq, content), vector in zip(batch, vectors, strict=True)
                         if vector is not None]
             if embedded and self._slot.signature is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -49,9 +50,9 @@ class EmbedderSlot:
         self.remote = _address(embedder) is not None
         self._failures = _failures_of(embedder)  # the model's (an endpoint's: shared in the process)
         self._own_failures: dict[str, float] = {}  # answers fit for another database, not this one
-        # Texts the model answered without a vector (refused, or all zeros), by digest:
-        # asked for once per process, not again by every recall and backfill pass.
-        self._no_vector: set[bytes] = set()
+        # Texts the model answered without a vector (refused, or all zeros), by digest,
+        # with when to ask again: not at every recall and backfill pass.
+        self._no_vector: dict[bytes, float] = {}
         self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
@@ -84,7 +85,9 @@ class EmbedderSlot:
         return not failed_at or time.monotonic() - failed_at > RETRY_AFTER_S
 
     def retry_now(self) -> None:
-        """Ask a failing model again at the next call, not after its cool-down."""
+        """Ask a failing model again at the next call, not after its cool-down, and
+        for the texts it refused in a way that may pass."""
+        self._no_vector = {digest: again for digest, again in self._no_vector.items() if again == math.inf}
         if self._forget_failures():
             self._missed = True
 
@@ -121,12 +124,14 @@ class EmbedderSlot:
         """A vector for each text; None for a text the model refuses (too long for it,
         say), found by halving the batch, so one such text never costs the others
         theirs, and for one it maps to zero (no words it knows): that vector would
-        never be found. Either kind is not asked for again by this slot. A failure
-        of the model as a whole raises ``EmbedderError``, and so does a model that
-        refuses any text, told by a one-word probe as soon as it refuses a batch (a
-        chat model behind the endpoint, say): halving would ask it twice per text."""
+        never be found. Either kind is not asked for again by this slot (a refusal
+        that may pass, after a cool-down). A failure of the model as a whole raises
+        ``EmbedderError``, and so does a model that refuses any text, told by a
+        one-word probe as soon as it refuses a batch (a chat model behind the
+        endpoint, say): halving would ask it twice per text."""
         vectors: list[np.ndarray | None] = [None] * len(texts)
-        asked = [i for i, text in enumerate(texts) if _digest(text) not in self._no_vector]
+        now = time.monotonic()
+        asked = [i for i, text in enumerate(texts) if self._no_vector.get(_digest(text), now) <= now]
         if not asked:
             return vectors
         try:
@@ -140,16 +145,19 @@ class EmbedderSlot:
         for i, vector in zip(asked, answers, strict=True):
             if vector is not None and vector.any():
                 vectors[i] = vector
-            else:
-                self._no_vector.add(_digest(texts[i]))
+            elif vector is not None:  # all zeros: that will not change
+                self._no_vector[_digest(texts[i])] = math.inf
         return vectors
 
     def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
         """Vectors (zero rows included) for ``texts``, which the model refused as a
         batch (``refusal``); None for each text it refuses on its own."""
         if len(texts) == 1:
-            log.warning("embedder %s refused a text (%s); that memory is found by its words only",
-                        self.description, refusal)
+            again = time.monotonic() + RETRY_AFTER_S if not refusal.lasting else math.inf
+            self._no_vector[_digest(texts[0])] = again
+            log.warning("embedder %s refused a text (%s); that memory is found by its words only%s",
+                        self.description, refusal, "" if again == math.inf else
+                        f" until it is asked again in {RETRY_AFTER_S:.0f} s")
             return [None]
         half = len(texts) // 2
         return self._ask(texts[:half]) + self._ask(texts[half:])

@@ -127,9 +127,17 @@ class EmbedderError(MnemosyneError):
 
 class EmbedderInputError(EmbedderError):
     """The model refused these texts (too long for it, say), not every text: the others
-    still get vectors. Raise it from a custom embedder for input it cannot take."""
+    still get vectors. Raise it from a custom embedder for input it cannot take.
+
+    ``lasting=False`` says the refusal may pass (a server error that a text too long
+    for the model also gets): the text is asked for again after a cool-down, not
+    written off for the process's life."""
 
     code = "embedder_input"
+
+    def __init__(self, message: str, *, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 class EmbedderMismatchError(EmbedderError):

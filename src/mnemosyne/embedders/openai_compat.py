@@ -25,10 +25,12 @@ from ..errors import EmbedderError, EmbedderInputError
 from .base import normalise_rows
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# HTTP statuses that may blame the request's texts rather than the service. 500 too:
-# llama.cpp's server answers it to a text over the model's limit. The caller tells a
-# service failing on every text by asking it for one word.
-_INPUT_REFUSED = frozenset({400, 413, 422, 500})
+# HTTP statuses that blame the request's texts rather than the service.
+_INPUT_REFUSED = frozenset({400, 413, 422})
+# One that may: llama.cpp's server answers 500 to a text over the model's limit, as
+# any server does when it fails. The caller tells a service failing on every text
+# by asking it for one word, and asks for a text refused so again later.
+_MAYBE_INPUT_REFUSED = frozenset({500})
 
 
 class OpenAICompatibleEmbedder:
@@ -93,8 +95,9 @@ class OpenAICompatibleEmbedder:
         except _Status as exc:
             # This input (too long, say), not the service: retried in halves by the
             # caller, so the other texts still get their vectors.
-            refused = EmbedderInputError if exc.code in _INPUT_REFUSED else EmbedderError
-            raise refused(f"{failed}: {exc}") from exc
+            if exc.code in _INPUT_REFUSED or exc.code in _MAYBE_INPUT_REFUSED:
+                raise EmbedderInputError(f"{failed}: {exc}", lasting=exc.code in _INPUT_REFUSED) from exc
+            raise EmbedderError(f"{failed}: {exc}") from exc
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
             raise EmbedderError(f"{failed}: {exc}") from exc
         try:
@@ -151,19 +154,20 @@ class _Deadline:
         self._timer.daemon = True
         self._timer.start()
 
-    def resolve(self, host: str, port: int) -> None:
-        """Look ``host`` up within the time left (its errors raised here). A resolver
-        that does not answer holds a lookup for as long as it retries, and no socket
-        is there yet to shut; the lookup is left to end on its own."""
+    def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses of ``host``, looked up within the time left (its errors raised
+        here). A resolver that does not answer holds a lookup for as long as it
+        retries, and no socket is there yet to shut; the lookup is left to end on
+        its own."""
         with contextlib.suppress(ValueError):
             ipaddress.ip_address(host)
-            return  # an address already: nothing to look up
-        found: list[BaseException | None] = []
+            return [host]  # an address already: nothing to look up
+        found: list[list[str] | BaseException] = []
 
         def look_up() -> None:
             try:
-                socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-                found.append(None)
+                answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                found.append(list(dict.fromkeys(str(sockaddr[0]) for *_, sockaddr in answers)))
             except BaseException as exc:  # handed to the request's thread
                 found.append(exc)
 
@@ -172,8 +176,9 @@ class _Deadline:
         lookup.join(max(0.0, self._end - time.monotonic()))
         if not found:
             raise TimeoutError(f"no address for {host} within the timeout")
-        if found[0] is not None:
+        if isinstance(found[0], BaseException):
             raise found[0]
+        return found[0]
 
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
@@ -240,8 +245,16 @@ def _watched(
             create = self._create_connection  # type: ignore[has-type]
 
             def created(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
-                deadline.resolve(*address)  # then looked up again, from the resolver's cache
-                sock = create(address, *args, **kwargs)
+                host, port = address
+                refused: OSError | None = None
+                for ip in deadline.resolve(host, port):  # each as create_connection would
+                    try:
+                        sock = create((ip, port), *args, **kwargs)  # an address: no second lookup
+                        break
+                    except OSError as exc:
+                        refused = exc
+                else:
+                    raise refused or OSError(f"no address for {host}")
                 deadline.watch(sock)  # before a proxy's tunnel or TLS is set up over it
                 return sock
 
