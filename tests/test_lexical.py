@@ -27,6 +27,15 @@ def test_past_the_threshold_rare_terms_find_and_common_terms_only_score(monkeypa
     assert fts_queries(list(counts), counts, total=50_000) == [rare, f"({rare}) AND ({common})"]
 
 
+def test_memories_holding_both_kinds_are_scored_once_when_they_are_many():
+    """``(rare)`` scores a memory holding a common term too a second time; when the
+    rarest term is itself common, ``(rare) NOT (common)`` is the cheaper query."""
+    counts = {"alpha": 40_000, "gamma": 5_000}
+    assert fts_queries(list(counts), counts, total=50_000) == ['("gamma") NOT ("alpha")', '("gamma") AND ("alpha")']
+    counts = {"alpha": 1_000, "gamma": 400}
+    assert fts_queries(list(counts), counts, total=50_000) == ['"gamma"', '("gamma") AND ("alpha")']
+
+
 def test_the_rarest_term_always_finds_candidates(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(lexical, "POSTINGS_BUDGET", 10)
     counts = {"deploy": 3000, "release": 2000}
@@ -143,3 +152,22 @@ def test_term_counts_follow_forgets_and_words_new_to_the_memory(tmp_path: Path, 
         assert mem._store.term_frequencies(["blorp"])[0] == {"blorp": 0}
         mem.remember_many([f"blorp thing {i}" for i in range(40)])  # under 10% more memories
         assert mem._store.term_frequencies(["blorp"])[0] == {"blorp": 40}
+
+
+def test_words_the_index_matches_with_a_term_are_never_ruled_out(tmp_path: Path):
+    """``may_share_stem`` answers False only where FTS5's Porter stemmer never matches:
+    checked against the index itself, over the words of these docs and their
+    inflections (three letters and fewer included)."""
+    import sqlite3
+
+    docs = Path(__file__).parent.parent / "docs"
+    words = sorted({w for page in docs.glob("*.md") for w in lexical.tokenize(page.read_text()) if w.isalpha()})
+    endings = ["", "s", "es", "ies", "ed", "ing", "er", "ly", "ation", "ational", "ness", "y", "e"]
+    vocabulary = sorted({w + e for w in words for e in endings} | {"i", "ies", "as", "is", "ti", "tie", "ties", "tis"})
+    conn = sqlite3.connect(tmp_path / "words.db")
+    conn.execute("CREATE VIRTUAL TABLE words USING fts5(word, tokenize = 'porter unicode61 remove_diacritics 2')")
+    conn.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(vocabulary))
+    for term in vocabulary[::7]:
+        rows = conn.execute("SELECT rowid FROM words WHERE words MATCH ?", (f'"{term}"',))
+        matched = [vocabulary[row] for (row,) in rows]
+        assert matched and all(lexical.may_share_stem(word, term) for word in matched), term

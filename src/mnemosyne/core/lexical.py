@@ -8,6 +8,7 @@ are therefore just text.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -50,11 +51,27 @@ _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself"})
 # score the memories that rarer terms find (see fts_queries).
 COMMON_TERMS_FROM = 5_000
 POSTINGS_BUDGET = 500
+# Measured at 100k memories: past this many memories scored twice, ``(rare)`` costs
+# more than ``(rare) NOT (common)`` (see fts_queries).
+SCORED_TWICE_BUDGET = 2_500
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens of ``text``, in order (composed form: "é", not "e"+"´")."""
     return [token.lower() for token in _TOKEN.findall(unicodedata.normalize("NFC", text))]
+
+
+def may_share_stem(word: str, term: str) -> bool:
+    """Whether the index could match ``word`` (a token of a text) with ``term``.
+    False is sure: the Porter stemmer only rewrites endings, and keeps the first two
+    letters of any word of four or more and the first of any. Outside ASCII nothing
+    is ruled out (the index folds letters that this does not)."""
+    if not (word.isascii() and term.isascii()):
+        return True
+    if word == term:
+        return True
+    kept = 2 if len(word) > 3 and len(term) > 3 else 1
+    return word[:kept] == term[:kept]
 
 
 def query_terms(text: str) -> list[str]:
@@ -104,9 +121,13 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
     best of the two scores is the whole query's BM25 for every memory holding a
     rare term, and the two queries' first N together hold the whole query's first
     N. One that holds only common terms is left to the other signals.
-    (``(rare) NOT (common)`` would make the two disjoint, but cost 1.7 times as
-    much at 100k memories: FTS5 checks every match against the common terms, and
-    its BM25 weighs them too, walking all their postings.) In a
+
+    ``(rare)`` scores a memory holding both kinds twice. ``(rare) NOT (common)``
+    would not, but costs about a millisecond more at 100k memories: FTS5 checks
+    every match against the common terms, and its BM25 weighs them too, walking
+    all their postings. So it is used only when more than ``SCORED_TWICE_BUDGET``
+    memories would be scored twice (the rarest term alone has many postings, and
+    the common terms are very common). In a
     46k-turn memory (``bench/scale.py``, lexical only) this found turn recall@10
     0.49 with a budget of 500 (13.8 ms of CPU per recall) and 0.52 with 2,000
     (19.2 ms), against 0.54 with every term searched (51.6 ms). With the local
@@ -116,7 +137,11 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
     either, also = fts_expression(rare), fts_expression(common)
     if either is None or also is None:
         return [] if either is None else [either]
-    return [either, f"({either}) AND ({also})"]
+    # How many memories holding a rare term likely hold a common one too.
+    twice = sum(frequencies.get(term, 0) for term in rare) * (
+        1 - math.prod(1 - min(1.0, frequencies.get(term, 0) / max(total, 1)) for term in common))
+    finding = either if twice <= SCORED_TWICE_BUDGET else f"({either}) NOT ({also})"
+    return [finding, f"({either}) AND ({also})"]
 
 
 def fts_fallback(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> str | None:

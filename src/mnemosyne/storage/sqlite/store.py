@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
+from ...core.lexical import may_share_stem, tokenize
 from ...core.signature import same_embedder
 from ...errors import (
     DatabaseBusyError,
@@ -604,7 +605,9 @@ class SQLiteStore(VectorRows):
                     standing_for[start], newer_value[start] = candidate, bool(newer)
             pairs = {start: rep for start, rep in standing_for.items() if rep is not None and not newer_value[start]}
             if terms and pairs:
-                held = _terms_held(conn, terms, [*pairs, *pairs.values()])
+                contents = {row["seq"]: row["content"] for row in select_in(
+                    conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list({*pairs, *pairs.values()}))}
+                held = _terms_held(conn, terms, contents)
                 for start, rep in pairs.items():
                     if not held[start] <= held[rep]:
                         standing_for[start] = None  # returned itself: it says what was asked
@@ -808,13 +811,22 @@ def _ranked(
     return [(int(seq), float(score)) for seq, score in rows]
 
 
-def _terms_held(conn: sqlite3.Connection, terms: Collection[str], seqs: list[int]) -> dict[int, set[str]]:
-    """Which of ``terms`` each memory at ``seqs`` holds, matched as the text index
-    matches them: by stem, accents folded ("deploying" holds "deploy", "café" "cafe")."""
-    held: dict[int, set[str]] = {seq: set() for seq in seqs}
+def _terms_held(conn: sqlite3.Connection, terms: Collection[str], contents: dict[int, str]) -> dict[int, set[str]]:
+    """Which of ``terms`` each memory (``{seq: content}``) holds, matched as the text
+    index matches them: by stem, accents folded ("deploying" holds "deploy", "café"
+    "cafe"). The index is asked only where the words leave it open: asking costs a
+    lookup per memory and term."""
+    held: dict[int, set[str]] = {}
+    ask: dict[str, list[int]] = {}
+    for seq, content in contents.items():
+        words = set(tokenize(content))
+        held[seq] = {term for term in terms if term in words and term.isascii()}
+        for term in set(terms) - held[seq]:
+            if any(may_share_stem(word, term) for word in words):
+                ask.setdefault(term, []).append(seq)
     sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
-    for term in terms:
-        for (seq,) in select_in(conn, sql, list(held), (f'"{term}"',)):
+    for term, seqs in ask.items():
+        for (seq,) in select_in(conn, sql, seqs, (f'"{term}"',)):
             held[seq].add(term)
     return held
 
