@@ -171,3 +171,23 @@ def test_words_the_index_matches_with_a_term_are_never_ruled_out(tmp_path: Path)
         rows = conn.execute("SELECT rowid FROM words WHERE words MATCH ?", (f'"{term}"',))
         matched = [vocabulary[row] for (row,) in rows]
         assert matched and all(lexical.may_share_stem(word, term) for word in matched), term
+
+
+def test_the_terms_a_memory_holds_are_the_index_s_answer(tmp_path: Path):
+    """Words read in Python stand in for asking the index only where they are sure:
+    an emoji the index counts as a letter ("Thanks🙂" is one token there), a Porter
+    stem that keeps one letter ("eyed" as "ei"), folded accents, inflections."""
+    from mnemosyne.storage.sqlite.store import _terms_held
+
+    texts = ["Thanks🙂 see you", "so fun🤔 really", "I'm eyed by the cat", "deploying the café", "aeds", "o'neil_x"]
+    terms = ["thanks", "fun", "eies", "eiing", "deploy", "cafe", "café", "aing", "see", "neil", "x", "o"]
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        ids = mem.remember_many(texts)
+        with mem._store._db.read() as conn:
+            seqs = dict(conn.execute(f"SELECT id, seq FROM memories WHERE id IN ({','.join('?' * len(ids))})", ids))
+            contents = {seqs[memory_id]: text for memory_id, text in zip(ids, texts, strict=True)}
+            held = _terms_held(conn, terms, contents)
+            one = "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
+            for seq in contents:
+                asked = {term for term in terms if conn.execute(one, (f'"{term}"', seq)).fetchone()}
+                assert held[seq] == asked, contents[seq]

@@ -53,6 +53,7 @@ class EmbedderSlot:
         # Texts the model answered without a vector (refused, or all zeros), by digest,
         # with when to ask again: not at every recall and backfill pass.
         self._no_vector: dict[bytes, float] = {}
+        self._no_vector_lock = threading.Lock()  # threads write it while retry_now sweeps it
         self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
@@ -87,7 +88,9 @@ class EmbedderSlot:
     def retry_now(self) -> None:
         """Ask a failing model again at the next call, not after its cool-down, and
         for the texts it refused in a way that may pass."""
-        self._no_vector = {digest: again for digest, again in self._no_vector.items() if again == math.inf}
+        with self._no_vector_lock:
+            for digest in [digest for digest, again in self._no_vector.items() if again != math.inf]:
+                del self._no_vector[digest]
         if self._forget_failures():
             self._missed = True
 
@@ -146,7 +149,7 @@ class EmbedderSlot:
             if vector is not None and vector.any():
                 vectors[i] = vector
             elif vector is not None:  # all zeros: that will not change
-                self._no_vector[_digest(texts[i])] = math.inf
+                self._ask_again_at(texts[i], math.inf)
         return vectors
 
     def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
@@ -154,13 +157,18 @@ class EmbedderSlot:
         batch (``refusal``); None for each text it refuses on its own."""
         if len(texts) == 1:
             again = time.monotonic() + RETRY_AFTER_S if not refusal.lasting else math.inf
-            self._no_vector[_digest(texts[0])] = again
+            self._ask_again_at(texts[0], again)
             log.warning("embedder %s refused a text (%s); that memory is found by its words only%s",
                         self.description, refusal, "" if again == math.inf else
                         f" until it is asked again in {RETRY_AFTER_S:.0f} s")
             return [None]
         half = len(texts) // 2
         return self._ask(texts[:half]) + self._ask(texts[half:])
+
+    def _ask_again_at(self, text: str, when: float) -> None:
+        """Ask the model for ``text`` again no sooner than monotonic time ``when``."""
+        with self._no_vector_lock:
+            self._no_vector[_digest(text)] = when
 
     def _ask(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         try:

@@ -20,6 +20,9 @@ _TOKEN = re.compile(
     r"(?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f\ue000-\uf8ff])+"
 )
 
+# ASCII characters that are not letters or digits: separators for FTS5's unicode61.
+_ASCII_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
     before being below between both but by can cannot could did do does doing down during
@@ -62,16 +65,21 @@ def tokenize(text: str) -> list[str]:
 
 
 def may_share_stem(word: str, term: str) -> bool:
-    """Whether the index could match ``word`` (a token of a text) with ``term``.
-    False is sure: the Porter stemmer only rewrites endings, and keeps the first two
-    letters of any word of four or more and the first of any. Outside ASCII nothing
+    """Whether the index could match ``word`` (a token of a text, lower case) with
+    ``term``. False is sure: the Porter stemmer only rewrites endings, and keeps a
+    word's first letter ("eyed" and "eies" both become "ei"). Outside ASCII nothing
     is ruled out (the index folds letters that this does not)."""
     if not (word.isascii() and term.isascii()):
         return True
-    if word == term:
-        return True
-    kept = 2 if len(word) > 3 and len(term) > 3 else 1
-    return word[:kept] == term[:kept]
+    return word[:1] == term[:1]
+
+
+def ascii_words(text: str) -> set[str]:
+    """``text``'s words as the index splits them where it is plain ASCII (lower case):
+    every other ASCII character separates. A word with any other character in it
+    stays whole, for the index to judge: its tokenizer counts some symbols (newer
+    emoji) as letters ("thanks🙂" is one token)."""
+    return {word for word in _ASCII_SEPARATORS.split(text.lower()) if word}
 
 
 def query_terms(text: str) -> list[str]:

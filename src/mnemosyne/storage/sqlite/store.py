@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
-from ...core.lexical import may_share_stem, tokenize
+from ...core.lexical import ascii_words, may_share_stem
 from ...core.signature import same_embedder
 from ...errors import (
     DatabaseBusyError,
@@ -819,7 +819,7 @@ def _terms_held(conn: sqlite3.Connection, terms: Collection[str], contents: dict
     held: dict[int, set[str]] = {}
     ask: dict[str, list[int]] = {}
     for seq, content in contents.items():
-        words = set(tokenize(content))
+        words = ascii_words(content)
         held[seq] = {term for term in terms if term in words and term.isascii()}
         for term in set(terms) - held[seq]:
             if any(may_share_stem(word, term) for word in words):
