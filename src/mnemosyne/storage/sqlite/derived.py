@@ -18,7 +18,10 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from .context_index import context_problems, refresh_all_contexts
+from .vector_index import decode_vectors
 
 
 @dataclass(frozen=True)
@@ -65,25 +68,34 @@ def fts_rebuilder(fts: str) -> Callable[[sqlite3.Connection], None]:
     return rebuild
 
 
-def _damaged_vectors(conn: sqlite3.Connection) -> str:
-    """Where a stored vector is not one of the recorded embedder's (float16, its
-    dimension): truncated or overwritten, it would be read as another vector."""
+def _damaged_vectors(conn: sqlite3.Connection) -> list[int]:
+    """The seqs of stored vectors that are not one of the recorded embedder's
+    (float16, its dimension, finite values): truncated or overwritten, a vector
+    would be read as another one, and a NaN in it as a NaN similarity."""
     recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
     try:
         dimension = int(json.loads(recorded[0]).get("dimension") or 0) if recorded else 0
     except (ValueError, TypeError, AttributeError):
         dimension = 0
-    return f"length(vector) != {2 * dimension}" if dimension else "0"
+    if not dimension:
+        return []
+    damaged = [seq for (seq,) in conn.execute("SELECT seq FROM memory_vectors WHERE length(vector) != ?",
+                                               (2 * dimension,))]
+    rows = conn.execute("SELECT seq, vector FROM memory_vectors WHERE length(vector) = ?", (2 * dimension,))
+    while batch := rows.fetchmany(10_000):
+        sound = np.isfinite(decode_vectors([vector for _, vector in batch], dimension)).all(axis=1)
+        damaged += [seq for (seq, _), ok in zip(batch, sound, strict=True) if not ok]
+    return damaged
 
 
 def vector_problems(conn: sqlite3.Connection) -> list[str]:
-    damaged = conn.execute(f"SELECT count(*) FROM memory_vectors WHERE {_damaged_vectors(conn)}").fetchone()[0]
-    return [f"{damaged} vector(s) of the wrong size; repair drops them and the backfill embeds "
-            "their memories again"] if damaged else []
+    damaged = len(_damaged_vectors(conn))
+    return [f"{damaged} damaged vector(s) (wrong size, or NaN or infinite values); repair drops them "
+            "and the backfill embeds their memories again"] if damaged else []
 
 
 def drop_damaged_vectors(conn: sqlite3.Connection) -> None:
-    conn.execute(f"DELETE FROM memory_vectors WHERE {_damaged_vectors(conn)}")
+    conn.executemany("DELETE FROM memory_vectors WHERE seq = ?", [(seq,) for seq in _damaged_vectors(conn)])
 
 
 DERIVED_INDEXES: tuple[DerivedIndex, ...] = (

@@ -114,8 +114,10 @@ class VectorIndex:
             if epoch != self._epoch:
                 self._clear()
                 self._epoch = epoch
-            # A vector of another length is damaged (``mnemosyne doctor`` finds it):
-            # its memory is left to words rather than failing every recall.
+            # A vector of another length, or holding NaN or infinity, is damaged
+            # (``mnemosyne doctor`` finds it): its memory is left to words and to the
+            # query-time embedding of vector-less candidates. One NaN row would
+            # otherwise make every similarity, and so every ranking, NaN.
             rows = conn.execute(
                 "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, "
                 "m.valid_until "
@@ -124,7 +126,11 @@ class VectorIndex:
                 (self._max_seq, 2 * self.dimension),  # float16
             ).fetchall()
             if rows:
-                self._append(rows)
+                matrix = decode_vectors([r["vector"] for r in rows], self.dimension)
+                sound = np.isfinite(matrix).all(axis=1)
+                if sound.any():
+                    self._append([r for r, ok in zip(rows, sound, strict=True) if ok], matrix[sound])
+                self._max_seq = int(rows[-1]["seq"])
 
     def search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """``(seq, cosine)`` of the best ``limit`` vectors that pass ``filters``."""
@@ -244,7 +250,7 @@ class VectorIndex:
             mask &= np.isin(self._source[:n], [self._source_codes.get(s, -1) for s in filters.sources])
         return mask
 
-    def _append(self, rows: list[sqlite3.Row]) -> None:
+    def _append(self, rows: list[sqlite3.Row], matrix: np.ndarray) -> None:
         start, end = self._size, self._size + len(rows)
         if end > len(self._seqs):
             self._grow(max(end, 2 * len(self._seqs), 1024))
@@ -253,7 +259,7 @@ class VectorIndex:
             return table.setdefault(value, len(table))
 
         self._seqs[start:end] = [r["seq"] for r in rows]
-        self._matrix[start:end] = decode_vectors([r["vector"] for r in rows], self.dimension)
+        self._matrix[start:end] = matrix
         self._codes[:, start:end] = sign_codes(self._matrix[start:end]).T
         self._session[start:end] = [code(self._session_codes, r["session_id"]) for r in rows]
         self._global[start:end] = [r["scope"] == "global" for r in rows]
@@ -272,7 +278,6 @@ class VectorIndex:
             if len(batches) > 64:  # one write at a time would leave many tiny arrays
                 batches[:] = [np.concatenate(batches)]
             self._link(session, added)
-        self._max_seq = int(self._seqs[end - 1])
 
     def _link(self, session: int, added: np.ndarray) -> None:
         """Thread ``added`` rows (ascending) into their session's time order. Events

@@ -75,11 +75,12 @@ class VectorRows:
                 "WHERE m.id IN ({marks})",
                 list(memory_ids),
             )
-        return {
+        vectors = {
             memory_id: decode_vectors([blob], dimension)[0]
             for memory_id, blob in rows
             if len(blob) == 2 * dimension  # float16
         }
+        return {memory_id: vector for memory_id, vector in vectors.items() if np.isfinite(vector).all()}
 
     def count_missing_vectors(self, up_to: int) -> int:
         """How many memories up to seq ``up_to`` lack a vector."""
