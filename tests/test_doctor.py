@@ -137,20 +137,24 @@ def test_a_damaged_file_is_reported_and_not_repaired(tmp_path: Path, db: Path):
     assert not (tmp_path / "missing.db").exists()
 
 
-@pytest.mark.parametrize("damage", ["truncated", "nan", "infinite"])
+@pytest.mark.parametrize("damage", ["truncated", "nan", "infinite", "overwritten", "text"])
 def test_a_damaged_vector_is_found_and_dropped_and_its_memory_embedded_again(db: Path, damage: str):
     with sqlite3.connect(db) as conn:
         (size,) = conn.execute("SELECT length(vector) FROM memory_vectors LIMIT 1").fetchone()
-        # float16, little-endian: 0x7e00 is NaN, 0x7c00 infinity; the sizes are right.
-        blob = {"truncated": b"\x01\x02", "nan": b"\x00\x7e" * (size // 2), "infinite": b"\x00\x7c" * (size // 2)}
+        # float16, little-endian: 0x7e00 is NaN, 0x7c00 infinity; ASCII bytes decode to
+        # large finite numbers (a vector that would top every search by meaning).
+        blob = {"truncated": b"\x01\x02", "nan": b"\x00\x7e" * (size // 2), "infinite": b"\x00\x7c" * (size // 2),
+                "overwritten": (b"notes " * size)[:size], "text": "t" * size}
         damaged = conn.execute("SELECT min(seq) FROM memory_vectors").fetchone()[0]
         conn.execute("UPDATE memory_vectors SET vector = ? WHERE seq = ?", (blob[damage], damaged))
         vectors = conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
-        (text,) = conn.execute("SELECT content FROM memories WHERE seq = ?", (damaged,)).fetchone()
+        texts = [text for (text,) in conn.execute("SELECT content FROM memories WHERE seq >= ? ORDER BY seq LIMIT 2",
+                                                  (damaged,))]
     with Mnemosyne(session_id="s", db_path=db) as mem:
         hits = mem.recall("quarterly budget", top_k=50)  # not a crash, nor NaN scores, of every recall
         assert len(hits) == 29 and all(math.isfinite(hit.score) for hit in hits)
-        assert mem.recall(text, top_k=1)[0].content == text
+        # The damaged memory is found by its words, and tops no other's recall.
+        assert [mem.recall(text, top_k=1)[0].content for text in texts] == texts
     (problem,) = doctor.diagnose(db).problems
     assert problem.name == "index:memory_vectors" and "1 damaged vector(s)" in problem.detail
     assert doctor.repair(db).ok

@@ -18,10 +18,8 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from .context_index import context_problems, refresh_all_contexts
-from .vector_index import decode_vectors
+from .vector_index import decode_vectors, sound_rows
 
 
 @dataclass(frozen=True)
@@ -70,8 +68,8 @@ def fts_rebuilder(fts: str) -> Callable[[sqlite3.Connection], None]:
 
 def _damaged_vectors(conn: sqlite3.Connection) -> list[int]:
     """The seqs of stored vectors that are not one of the recorded embedder's
-    (float16, its dimension, finite values): truncated or overwritten, a vector
-    would be read as another one, and a NaN in it as a NaN similarity."""
+    (a float16 blob of its dimension, ``sound_rows``): truncated or overwritten, a
+    vector would be read as another one, or spoil every search by meaning."""
     recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
     try:
         dimension = int(json.loads(recorded[0]).get("dimension") or 0) if recorded else 0
@@ -79,18 +77,20 @@ def _damaged_vectors(conn: sqlite3.Connection) -> list[int]:
         dimension = 0
     if not dimension:
         return []
-    damaged = [seq for (seq,) in conn.execute("SELECT seq FROM memory_vectors WHERE length(vector) != ?",
-                                               (2 * dimension,))]
-    rows = conn.execute("SELECT seq, vector FROM memory_vectors WHERE length(vector) = ?", (2 * dimension,))
+    size = 2 * dimension
+    damaged = [seq for (seq,) in conn.execute(
+        "SELECT seq FROM memory_vectors WHERE typeof(vector) != 'blob' OR length(vector) != ?", (size,))]
+    rows = conn.execute(
+        "SELECT seq, vector FROM memory_vectors WHERE typeof(vector) = 'blob' AND length(vector) = ?", (size,))
     while batch := rows.fetchmany(10_000):
-        sound = np.isfinite(decode_vectors([vector for _, vector in batch], dimension)).all(axis=1)
+        sound = sound_rows(decode_vectors([vector for _, vector in batch], dimension))
         damaged += [seq for (seq, _), ok in zip(batch, sound, strict=True) if not ok]
     return damaged
 
 
 def vector_problems(conn: sqlite3.Connection) -> list[str]:
     damaged = len(_damaged_vectors(conn))
-    return [f"{damaged} damaged vector(s) (wrong size, or NaN or infinite values); repair drops them "
+    return [f"{damaged} damaged vector(s) (not a vector of the recorded size and unit length); repair drops them "
             "and the backfill embeds their memories again"] if damaged else []
 
 

@@ -51,6 +51,21 @@ def decode_vectors(blobs: list[bytes], dimension: int) -> np.ndarray:
     return matrix.astype(np.float32)
 
 
+# Every vector is stored at unit length (the embedder slot scales each row);
+# float16 moves a norm by well under this.
+_UNIT_TOLERANCE = 0.01
+
+
+def sound_rows(matrix: np.ndarray) -> np.ndarray:
+    """Which decoded vectors are sound: of unit length, as every vector is stored.
+    Any other is damaged: NaN or infinity would make every similarity NaN, and bytes
+    overwritten by others decode to a vector whose products dwarf the rest, topping
+    every search by meaning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    return np.abs(norms - 1.0) <= _UNIT_TOLERANCE
+
+
 def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Row-by-vector products in the calling thread. Not ``@``: that goes to BLAS,
     whose default thread pool collapses on shared machines (measured on 2 busy
@@ -114,20 +129,19 @@ class VectorIndex:
             if epoch != self._epoch:
                 self._clear()
                 self._epoch = epoch
-            # A vector of another length, or holding NaN or infinity, is damaged
-            # (``mnemosyne doctor`` finds it): its memory is left to words and to the
-            # query-time embedding of vector-less candidates. One NaN row would
-            # otherwise make every similarity, and so every ranking, NaN.
+            # A damaged vector (another type or length, or not ``sound_rows``;
+            # ``mnemosyne doctor`` finds it) is left out: its memory is found by its
+            # words, and embedded at recall like any other without a vector.
             rows = conn.execute(
                 "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, "
                 "m.valid_until "
                 "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
-                "WHERE v.seq > ? AND length(v.vector) = ? ORDER BY v.seq",
+                "WHERE v.seq > ? AND typeof(v.vector) = 'blob' AND length(v.vector) = ? ORDER BY v.seq",
                 (self._max_seq, 2 * self.dimension),  # float16
             ).fetchall()
             if rows:
                 matrix = decode_vectors([r["vector"] for r in rows], self.dimension)
-                sound = np.isfinite(matrix).all(axis=1)
+                sound = sound_rows(matrix)
                 if sound.any():
                     self._append([r for r, ok in zip(rows, sound, strict=True) if ok], matrix[sound])
                 self._max_seq = int(rows[-1]["seq"])

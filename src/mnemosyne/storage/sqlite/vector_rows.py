@@ -13,7 +13,7 @@ import numpy as np
 from ...core.signature import same_embedder
 from .connection import Database
 from .rows import audit, dump_json, select_in
-from .vector_index import decode_vectors, encode_vector
+from .vector_index import decode_vectors, encode_vector, sound_rows
 
 # A memory's seq, the text that was embedded, and its vector.
 Embedded = tuple[int, str, np.ndarray]
@@ -75,12 +75,13 @@ class VectorRows:
                 "WHERE m.id IN ({marks})",
                 list(memory_ids),
             )
-        vectors = {
-            memory_id: decode_vectors([blob], dimension)[0]
-            for memory_id, blob in rows
-            if len(blob) == 2 * dimension  # float16
-        }
-        return {memory_id: vector for memory_id, vector in vectors.items() if np.isfinite(vector).all()}
+        stored = [(memory_id, blob) for memory_id, blob in rows
+                  if isinstance(blob, bytes) and len(blob) == 2 * dimension]  # float16
+        if not stored:
+            return {}
+        matrix = decode_vectors([blob for _, blob in stored], dimension)
+        return {memory_id: vector for (memory_id, _), vector, sound
+                in zip(stored, matrix, sound_rows(matrix), strict=True) if sound}
 
     def count_missing_vectors(self, up_to: int) -> int:
         """How many memories up to seq ``up_to`` lack a vector."""
