@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mnemosyne import InvalidInputError, Mnemosyne, MnemosyneError
+from mnemosyne import DiskFullError, InvalidInputError, Mnemosyne, MnemosyneError
 from mnemosyne.core.consolidation import SleepPolicy, sharing_key
 from mnemosyne.core.timeutil import from_timestamp
 from snapshots import snapshot
@@ -738,10 +743,62 @@ def test_an_export_over_a_private_file_keeps_it_private(source: Path, tmp_path: 
     private = tmp_path / "private.jsonl"
     private.write_text("old\n")
     private.chmod(0o600)
+    modes_while_written = []
+
+    def progress(done: int, total: int) -> None:
+        modes_while_written.extend(f.stat().st_mode & 0o777 for f in tmp_path.glob(".private.jsonl.*"))
+
     with Mnemosyne(session_id="alpha", db_path=source) as mem:
-        assert mem.export_jsonl(private) == 8
+        assert mem.export_jsonl(private, progress=progress) == 8
+    assert modes_while_written and set(modes_while_written) == {0o600}
     assert private.stat().st_mode & 0o777 == 0o600
     assert private.read_text().startswith('{"format": "mnemosyne-jsonl"')
+
+
+def test_a_killed_export_leaves_the_file_it_replaces_and_the_next_one_sweeps_its_copy(
+    source: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "private.jsonl"
+    target.write_text("old\n")
+    target.chmod(0o600)
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "from mnemosyne import Mnemosyne\n"
+        "with Mnemosyne(session_id='alpha', db_path=sys.argv[1]) as mem:\n"
+        "    mem.export_jsonl(sys.argv[2], progress=lambda done, total: os.kill(os.getpid(), signal.SIGKILL))\n"
+    ), str(source), str(target)], check=False)
+    assert killed.returncode == -signal.SIGKILL
+    (left,) = tmp_path.glob(".private.jsonl.*")
+    assert left.stat().st_mode & 0o777 == 0o600 and target.read_text() == "old\n"
+    legacy = tmp_path / ".private.jsonl.4242.tmp"  # an earlier release's name for its copy
+    legacy.write_text("{}")
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        assert mem.export_jsonl(target) == 8
+    assert not list(tmp_path.glob(".private.jsonl.*"))
+
+
+def test_two_threads_exporting_to_one_path_each_write_a_whole_export(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "shared.jsonl"
+    both_writing = threading.Barrier(2, timeout=10)
+
+    def export(mem: Mnemosyne) -> int:
+        return mem.export_jsonl(target, progress=lambda done, total: done == 1 and both_writing.wait())
+
+    with Mnemosyne(session_id="alpha", db_path=source) as mem, ThreadPoolExecutor(2) as pool:
+        counts = [future.result() for future in [pool.submit(export, mem) for _ in range(2)]]
+    assert counts == [8, 8]
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db") as copy:
+        assert copy.import_jsonl(target) == 8
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_export_errors_are_typed(source: Path, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        with pytest.raises(DiskFullError, match="disk is full"):
+            mem.export_jsonl("/dev/full")
+        with pytest.raises(InvalidInputError, match="choose a path"):
+            mem.export_jsonl(tmp_path / "a-file" / "export.jsonl")
 
 
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm on this system")

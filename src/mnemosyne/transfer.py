@@ -45,6 +45,8 @@ the file nor in the database is refused, with its line.
 
 from __future__ import annotations
 
+import errno
+import glob
 import json
 import os
 import re
@@ -65,9 +67,10 @@ from .core.validation import (
     finite_number,
     whole_number,
 )
-from .errors import InvalidInputError
+from .errors import DiskFullError, InvalidInputError, MnemosyneError, StorageError
 from .models import KINDS, STATUSES
 from .storage.base import NewMemory
+from .storage.sqlite.snapshot import remove_abandoned, temporary_file
 
 FORMAT = "mnemosyne-jsonl"
 VERSION = 4
@@ -119,20 +122,43 @@ def write_jsonl(
 
     ``progress(done)``, if given, is called with the count of memories written so far.
     """
-    if is_stream(path):
-        with open(path, "a", encoding="utf-8") as stream:
-            return _write_lines(records, stream, progress)
-    path = path.resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        if is_stream(path):
+            with open(path, "a", encoding="utf-8") as stream:
+                return _write_lines(records, stream, progress)
+        return _replace_file(records, path.resolve(), progress)
+    except BrokenPipeError:
+        raise  # the reader stopped reading: the CLI ends quietly
+    except OSError as exc:
+        raise _export_error(exc, path) from exc
+
+
+def _replace_file(
+    records: Iterable[tuple[str, dict[str, Any]]], path: Path, progress: Callable[[int], None] | None
+) -> int:
+    """Write the export beside ``path`` and rename it into place. Over a file, the
+    new one is private while it is written (the old one may be); a new file gets
+    the umask's mode from the start. Its own name (locked, swept once abandoned)
+    keeps two exports to one path apart."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(path.parent, f".{glob.escape(path.name)}.[0-9]*.tmp")  # earlier releases' names
+    with temporary_file(path, mode=0o600 if path.exists() else 0o666) as tmp:
         with open(tmp, "w", encoding="utf-8") as handle:
             count = _write_lines(records, handle, progress)
-        _keep_access(path, tmp)
+        _give_access(path, tmp)
         os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return count
+
+
+def _export_error(exc: OSError, path: Path) -> MnemosyneError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return DiskFullError(f"cannot write the export to {path}: the disk is full (or a file size "
+                             "limit was reached); a file it would replace is unchanged", path)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENOENT,
+                     errno.EEXIST):
+        return InvalidInputError(f"cannot write an export to {path} ({exc.strerror}); choose a path "
+                                 "this user can create or replace")
+    return StorageError(f"cannot write the export to {path} ({exc})", path)
 
 
 def check_writable(path: str | Path) -> None:
@@ -142,7 +168,7 @@ def check_writable(path: str | Path) -> None:
         raise InvalidInputError(f"{path} is a folder; give the export file's path")
 
 
-def _keep_access(replaced: Path, new: Path) -> None:
+def _give_access(replaced: Path, new: Path) -> None:
     """Give ``new`` the mode (and, where allowed, the owner) of the file it replaces:
     an export holds every session's memories, and a private file must stay private."""
     try:
