@@ -93,16 +93,19 @@ def test_db_path_that_is_not_a_database(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
-def test_database_from_a_newer_mnemosyne_is_refused(tmp_path: Path):
+def test_database_from_a_newer_mnemosyne_is_refused_unchanged(tmp_path: Path):
     import sqlite3
 
     db = tmp_path / "future.db"
     Mnemosyne(db_path=db).close()
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 999")
+        conn.execute("PRAGMA journal_mode = DELETE")  # a newer release may journal otherwise
+    before = db.read_bytes()
     with pytest.raises(SchemaVersionError, match="upgrade Mnemosyne") as info:
         Mnemosyne(db_path=db)
     assert info.value.schema_version == 999
+    assert db.read_bytes() == before
 
 
 def test_closed_instance_refuses_work(tmp_path: Path):

@@ -30,9 +30,10 @@ from ...errors import (
     DiskFullError,
     NotADatabaseError,
     ReadOnlyDatabaseError,
+    SchemaVersionError,
     StorageError,
 )
-from .migrations import refuse_foreign
+from .migrations import LATEST_VERSION, refuse_foreign
 
 T = TypeVar("T")
 
@@ -216,14 +217,17 @@ class Database:
     def prepare(self) -> None:
         """Check the file is ours (or empty) and switch it to WAL mode (retried if busy).
 
-        Another application's database raises :class:`NotADatabaseError` before
-        anything in it is changed.
+        Another application's database raises :class:`NotADatabaseError`, and a newer
+        release's :class:`SchemaVersionError`, before anything in it is changed.
         """
 
         def setup(conn: sqlite3.Connection) -> None:
             # The first real read tells a foreign or damaged file from a database.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             refuse_foreign(conn, self.path)
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version > LATEST_VERSION:  # a newer release's file: not even its journal mode is changed
+                raise SchemaVersionError(self.path, version, LATEST_VERSION)
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 # Needs a moment of exclusive access; busy is retried like any lock.
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()
