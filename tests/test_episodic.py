@@ -175,6 +175,23 @@ def test_the_timeline_keeps_expired_events_as_history(mem: Mnemosyne):
     assert [c.content for c in hit.context] == ["cache warm-up ran"]  # as the timeline shows it
 
 
+
+def test_neighbours_and_episodes_follow_the_timeline_below_the_microsecond(mem: Mnemosyne):
+    """Times are returned to the microsecond but stored as given: events at one
+    instant, or less than a microsecond apart, keep the timeline's order."""
+    t = 1_700_000_000.1234567
+    mem.remember_many([{"content": f"{word} happened", "created_at": t} for word in ("xray", "yankee", "zulu")])
+    mem.remember_many([{"content": "victor happened", "created_at": t + 0.4e-6},
+                       {"content": "whiskey happened", "created_at": t + 0.2e-6}])
+    timeline = [e.content for e in mem.timeline()]
+    assert timeline[:3] == ["xray happened", "yankee happened", "zulu happened"]
+    for i, text in enumerate(timeline):
+        hit = mem.recall(text, top_k=1, context=1)[0]
+        assert hit.content == text
+        assert [c.content for c in hit.context] == timeline[max(0, i - 1):i] + timeline[i + 1:i + 2]
+    (episode,) = mem.episodes()
+    assert [mem.get(i).content for i in episode.event_ids] == timeline
+
 CRASH_INSIDE_AN_EPISODE = """
 import os, sys, time
 from mnemosyne import Mnemosyne

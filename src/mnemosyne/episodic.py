@@ -19,7 +19,7 @@ from .core.timeutil import TimeLike, from_timestamp, now, time_range
 from .core.validation import check_label, check_limit, check_seconds, check_whole
 from .errors import MnemosyneError
 from .models import Episode, Memory
-from .storage.sqlite.episodic import EpisodicStore
+from .storage.sqlite.episodic import EpisodicStore, Event
 
 if TYPE_CHECKING:
     from .storage.sqlite import SQLiteStore
@@ -119,7 +119,7 @@ class EpisodicMixin:
         since_ts, until_ts = time_range(since, until)
         limit = check_limit(limit)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
-        return [m for m, _ in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
+        return [event.memory for event in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
 
     def episodes(
         self,
@@ -135,10 +135,10 @@ class EpisodicMixin:
         since_ts, until_ts = time_range(since, until)
         session = self.session_id if session_id is None else check_label(session_id, "session_id")
         rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
-        summaries = self._episodic.summaries_of(self.session_id, [m.id for m, _ in rows])
+        summaries = self._episodic.summaries_of(self.session_id, [event.memory.id for event in rows])
         grouped_by = _summarised_episodes(rows, summaries)
         summarised = set(grouped_by.values())
-        events = [_Event(m.id, m.session_id, m.created_at.timestamp(), ep or grouped_by.get(m.id)) for m, ep in rows]
+        events = [_Event(m.id, m.session_id, at, ep or grouped_by.get(m.id)) for m, ep, at in rows]
         explicit = self._episodic.episode_rows(session)
         result = []
         for key, members in split_episodes(events, self.episode_gap):
@@ -173,7 +173,7 @@ class EpisodicMixin:
         return check_whole(context, "context", 0, 50)
 
 
-def _summarised_episodes(rows: list[tuple[Memory, str | None]], summaries: dict[str, Memory]) -> dict[str, str]:
+def _summarised_episodes(rows: list[Event], summaries: dict[str, Memory]) -> dict[str, str]:
     """Event id -> the id of the summary whose episode it is in.
 
     The events one summary condensed are the episode sleep found (by its own policy's
@@ -184,16 +184,14 @@ def _summarised_episodes(rows: list[tuple[Memory, str | None]], summaries: dict[
     """
     grouped = {event_id: summary.id for event_id, summary in summaries.items()}
     spans: dict[str, tuple[float, float]] = {}
-    for memory, _ in rows:
+    for memory, _, at in rows:
         if memory.id in grouped:
-            at = memory.created_at.timestamp()
             first, last = spans.get(grouped[memory.id], (at, at))
             spans[grouped[memory.id]] = (min(first, at), max(last, at))
     ordered = sorted((first, last, key) for key, (first, last) in spans.items())
     starts = [first for first, _, _ in ordered]
-    for memory, episode_id in rows:
+    for memory, episode_id, at in rows:
         if episode_id is None and memory.id not in grouped and memory.status != "active":
-            at = memory.created_at.timestamp()
             i = bisect.bisect_right(starts, at) - 1
             if i >= 0 and at <= ordered[i][1]:
                 grouped[memory.id] = ordered[i][2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ...models import Memory
 from .store import _COLUMNS, SQLiteStore, row_to_memory
@@ -11,6 +12,14 @@ from .store import _COLUMNS, SQLiteStore, row_to_memory
 _VISIBLE = "(scope = 'global' OR session_id = ?)"
 # The history: everything that happened, whatever sleep made of it since.
 _EVENT_STATUSES = ("active", "consolidated", "superseded", "expired")
+
+
+class Event(NamedTuple):
+    memory: Memory
+    episode_id: str | None
+    # When, as stored: ``memory.created_at`` is rounded to the microsecond, and the
+    # timeline's order (and its ties) are the stored value's.
+    at: float
 
 
 class EpisodicStore:
@@ -59,8 +68,8 @@ class EpisodicStore:
     def events(
         self, viewer: str, session_id: str, since: float | None, until: float | None,
         limit: int | None, kinds: Sequence[str] = ("episodic", "fact"),
-    ) -> list[tuple[Memory, str | None]]:
-        """A session's events visible to ``viewer``, oldest first, with their episode id."""
+    ) -> list[Event]:
+        """A session's events visible to ``viewer``, oldest first."""
         clauses = [_VISIBLE, "session_id = ?", _in("kind", kinds), _in("status", _EVENT_STATUSES)]
         params: list[object] = [viewer, session_id, *kinds, *_EVENT_STATUSES]
         if since is not None:
@@ -76,15 +85,18 @@ class EpisodicStore:
             params.append(limit)
         with self._db.read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [(row_to_memory(row), row["episode_id"]) for row in rows]
+        return [Event(row_to_memory(row), row["episode_id"], row["created_at"]) for row in rows]
 
     def neighbours(self, viewer: str, memory: Memory, n: int) -> tuple[Memory, ...]:
         """The ``n`` events just before and just after ``memory`` in its session, as
         its timeline shows them."""
-        at = memory.created_at.timestamp()
         base = (f"SELECT {_COLUMNS} FROM memories WHERE {_VISIBLE} AND session_id = ? "
                 f"AND kind != 'summary' AND {_in('status', _EVENT_STATUSES)} AND id != ?")
         with self._db.read() as conn:
+            # The stored time, not ``memory.created_at`` (rounded to the microsecond):
+            # an event at the same instant must fall on the side its id puts it.
+            stored = conn.execute("SELECT created_at FROM memories WHERE id = ?", (memory.id,)).fetchone()
+            at = memory.created_at.timestamp() if stored is None else stored[0]
             before = conn.execute(
                 f"{base} AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
                 (viewer, memory.session_id, *_EVENT_STATUSES, memory.id, at, memory.id, n),
