@@ -141,6 +141,13 @@ def test_merge_keeps_earliest_time_latest_sighting_count_and_highest_importance(
     assert plan.counts["merged"] == 2
 
 
+def test_a_global_copy_said_later_keeps_its_place_in_the_timeline():
+    text = "The staging cluster is named Orion"
+    records = [record(1, text, NOW - 9 * DAY), record(2, text, NOW - 4 * DAY, scope="global", importance=0.8)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "consolidated"
+    assert plan.updates["m0002"]["occurrences"] == 2 and "created_at" not in plan.updates["m0002"]
+
 def test_numbers_keep_near_identical_texts_apart():
     records = [record(i, f"Finished step {i} of the database migration today", NOW - DAY * 3 + i)
                for i in range(3)]

@@ -8,8 +8,9 @@ order, each on what the previous ones left active:
 2. **supersede** an older "<subject> is <value>" fact by a newer one with another
    value for the same subject (the old one is kept, linked, status ``superseded``);
 3. **merge** near-duplicates into one member (the canonical memory: a global one,
-   else the earliest), which takes the earliest ``created_at``, the latest sighting,
-   the summed occurrence count and the highest importance. Across sessions only
+   else the earliest), which takes the latest sighting, the summed occurrence count
+   and the highest importance, and keeps its own ``created_at`` (when it happened:
+   its place in the timeline). Across sessions only
    repeats merge, and copies several sessions hold privately fold into a new global
    ``fact`` memory of the shared text, so no session loses sight of them and none
    sees another's row;
@@ -312,7 +313,10 @@ def plan_consolidation(
         else:
             canonical = kept or members[0]
             keeper = canonical.id
-            plan.set(keeper, **{k: v for k, v in summed.items() if getattr(canonical, k) != v})
+            # Its own time stays: a global copy said later is not moved back to an
+            # earlier copy's place in the timeline (another session's, perhaps).
+            plan.set(keeper, **{k: v for k, v in summed.items()
+                                if k != "created_at" and getattr(canonical, k) != v})
         for m in members:
             if m.id != keeper:
                 plan.set(m.id, status="consolidated")
