@@ -218,7 +218,22 @@ def test_import_rejects_a_missing_file_and_a_newer_format(tmp_path: Path) -> Non
             mem.import_jsonl(tmp_path / "nope.jsonl")
         with pytest.raises(InvalidInputError, match="version 5"):
             mem.import_jsonl(newer)
+        newer.write_text(newer.read_text().replace('"version": 5', '"version": true'))
+        with pytest.raises(InvalidInputError, match="version True"):
+            mem.import_jsonl(newer)
         assert mem.get_stats().total == 0
+
+
+def test_an_export_breaks_lines_only_between_records(tmp_path: Path) -> None:
+    text = "one\u2028two\x85three\u2029four"  # line breaks to str.splitlines, not to JSON
+    export = tmp_path / "breaks.jsonl"
+    with Mnemosyne(db_path=tmp_path / "db.db") as mem:
+        mem.remember(text)
+        mem.export_jsonl(export)
+    assert len(export.read_text(encoding="utf-8").splitlines()) == 3
+    with Mnemosyne(db_path=tmp_path / "copy.db") as copy:
+        assert copy.import_jsonl(export) == 1
+        assert [m.content for m in copy.timeline()] == [text]
 
 
 def test_import_without_header_and_with_blank_lines(tmp_path: Path) -> None:

@@ -161,6 +161,16 @@ def _export_error(exc: OSError, path: Path) -> MnemosyneError:
     return StorageError(f"cannot write the export to {path} ({exc})", path)
 
 
+# Characters that JSON leaves raw but that some line readers (Python's
+# str.splitlines, editors) break lines at; they occur only inside strings, where
+# their escapes mean the same text.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+
+
+def _escape_line_breaks(line: str) -> str:
+    return line.translate(_LINE_BREAKS)
+
+
 def check_writable(path: str | Path) -> None:
     """Raise :class:`InvalidInputError` if ``path`` names a folder rather than a file
     (give the text as typed: ``Path`` drops a trailing slash)."""
@@ -214,7 +224,7 @@ def _write_lines(
     count = lines = 0
     for kind, columns in records:
         line = {"type": kind, **{k: _iso(v) if k in _TIMES else v for k, v in columns.items()}}
-        handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        handle.write(_escape_line_breaks(json.dumps(line, ensure_ascii=False)) + "\n")
         lines += 1
         if kind == "memory":
             count += 1
@@ -251,7 +261,7 @@ def read_jsonl(path: Path) -> Export:
             end = number
             continue
         if first and isinstance(record, dict) and record.get("format") == FORMAT:
-            if record.get("version") not in (1, 2, 3, VERSION):
+            if isinstance(record.get("version"), bool) or record.get("version") not in (1, 2, 3, VERSION):
                 raise InvalidInputError(
                     f"{path} is export format version {record.get('version')!r}; this Mnemosyne "
                     f"reads versions 1 to {VERSION}; upgrade Mnemosyne"
