@@ -148,6 +148,14 @@ def test_a_global_copy_said_later_keeps_its_place_in_the_timeline():
     assert plan.updates["m0001"]["status"] == "consolidated"
     assert plan.updates["m0002"]["occurrences"] == 2 and "created_at" not in plan.updates["m0002"]
 
+def test_a_fact_promoted_by_this_sleep_supersedes_a_global_one_now_not_at_the_next():
+    records = [record(1, "The primary region is eu-west.", NOW - 2 * 3600, scope="global"),
+               record(2, "The primary region is us-east.", NOW - 3600, importance=0.95)]
+    plan = plan_consolidation(records, NOW)
+    assert plan.updates["m0001"]["status"] == "superseded" and plan.updates["m0002"]["scope"] == "global"
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, summarised=summarised_ids(links, after)).empty
+
 def test_numbers_keep_near_identical_texts_apart():
     records = [record(i, f"Finished step {i} of the database migration today", NOW - DAY * 3 + i)
                for i in range(3)]

@@ -227,6 +227,13 @@ def plan_consolidation(
     def value(m: Record, column: str) -> Any:
         return plan.updates.get(m.id, {}).get(column, getattr(m, column))
 
+    def global_after_sleep(m: Record) -> bool:
+        """Whether step 4 makes (or leaves) ``m`` global: important session knowledge."""
+        return value(m, "scope") == "global" or (
+            policy.promote_importance is not None and m.kind != "summary"
+            and value(m, "importance") >= policy.promote_importance
+        )
+
     # 1. expire
     for m in active:
         if m.valid_until is not None and m.valid_until <= now:
@@ -240,6 +247,8 @@ def plan_consolidation(
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
         # supersedes them all, or a repeat of the old value would still be current.
+        # Scopes are taken as step 4 will leave them: a fact promoted now must not
+        # supersede a global one only at the next sleep.
         latest: dict[tuple[str, str, str], tuple[str, list[Record]]] = {}
         for m in live():
             if m.kind == "summary" or m.session_id == SHARED_SESSION or m.valid_until is not None:
@@ -247,7 +256,7 @@ def plan_consolidation(
             fact = fact_key(m.content)
             if fact is None:
                 continue
-            slot = (m.session_id, m.scope, fact[0])
+            slot = (m.session_id, "global" if global_after_sleep(m) else m.scope, fact[0])
             previous = latest.get(slot)
             if previous is not None and previous[0] == fact[1]:
                 previous[1].append(m)
@@ -324,12 +333,10 @@ def plan_consolidation(
                 plan.counts["merged"] += 1
 
     # 4. promote important session knowledge
-    if policy.promote_importance is not None:
-        for m in live():
-            important = value(m, "importance") >= policy.promote_importance
-            if m.kind != "summary" and value(m, "scope") == "session" and important:
-                plan.set(m.id, scope="global")
-                plan.counts["promoted"] += 1
+    for m in live():
+        if value(m, "scope") == "session" and global_after_sleep(m):
+            plan.set(m.id, scope="global")
+            plan.counts["promoted"] += 1
 
     # 5. summarise closed episodes of session events
     done = set(summarised)
