@@ -481,6 +481,14 @@ def test_a_speakers_turn_quoted_inside_a_summary_is_represented():
     assert not represented("Caroline: I went to the support group today.", summary)
 
 
+def test_words_across_two_sentences_of_a_summary_quote_nothing():
+    summary = HEADER + "We decided to postpone the deploy. Failed health checks were fixed by Alice."
+    assert represented("Failed health checks were fixed by Alice.", summary)
+    assert not represented("Deploy failed.", summary)
+    # Quotes without a final stop run together into one sentence: still quotes.
+    assert represented("sounds good", HEADER + "sounds good Deploy done.")
+
+
 def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():
     assert not represented("鲍勃辞职了。", "")  # "Bob resigned.": one token, a whole sentence
     assert represented("好的", "") and represented("ok", "")  # "OK"

@@ -445,15 +445,17 @@ def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY
     holding the same words: "turned on" does not stand for "turned off", "Alice owes
     Bob" for "Bob owes Alice", nor a "not" said elsewhere for this one. Case, spacing
     and the punctuation around words aside; the summary's header (its times) is no
-    quote."""
-    said = f" {' '.join(quoted_words(split_header(summary)[1]))} "
+    quote, and neither is a run of words across two of its sentences ("...postpone
+    the deploy. Failed checks..." does not say "Deploy failed.")."""
+    said = [f" {' '.join(quoted_words(part))} " for part in split_sentences(split_header(summary)[1])]
     for sentence in split_sentences(content):
         words = quoted_words(sentence)
         informative = {w for w in tokenize(sentence) if w not in STOPWORDS}
         exact = values(sentence) or not all(word.isalpha() for word in words)
         if not exact and sum(_information(w) for w in informative) < policy.min_info_words:
             continue  # "Thanks!", "Wow": says almost nothing
-        if f" {' '.join(words)} " not in said:
+        quote = f" {' '.join(words)} "
+        if not any(quote in part for part in said):
             return False
     return True
 
