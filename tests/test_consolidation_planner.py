@@ -270,9 +270,10 @@ def test_shared_facts_are_not_superseded_by_each_other():
 
 
 def test_vectors_merge_restatements_that_words_alone_would_not():
-    # Too many added words for the word rule; one text adds them to the other, in order.
-    texts = ["deploy friday evening server", "deploy friday evening server window slot",
-             "budget review invoice"]
+    # Too many added words for the word rule; one text adds them to the other, around
+    # it. Words that qualify it keep it apart, however alike the vectors.
+    texts = ["deploy friday evening server", "as i said deploy friday evening server again",
+             "budget review invoice", "deploy friday evening server cancelled"]
     records = [record(i, t, NOW - 3 * DAY + i * 7200) for i, t in enumerate(texts)]
     policy = SleepPolicy(min_episode_size=10)
     assert plan_consolidation(records, NOW, policy).counts["merged"] == 0
@@ -297,6 +298,13 @@ def test_vectors_merge_restatements_that_words_alone_would_not():
     ("Der Kunde will den Vertrag im Sommer verlängern", "Der Kunde will den Vertrag im Sommer nicht verlängern"),
     ("Auth rule: if (user.isAdmin) return deny(req);", "Auth rule: if (!user.isAdmin) return deny(req);"),
     ("Ship the Acme order to the Lyon depot in boxes", "Ship the Acme order to the Lyon depot in fifteen boxes"),
+    # ... or at its ends: only words that say it again may be added there.
+    ("We deploy the billing service on Friday evening in Frankfurt.",
+     "Cancelled: we deploy the billing service on Friday evening in Frankfurt."),
+    ("Alice approved the marketing budget for the launch.", "Alice approved the marketing budget for the launch cut."),
+    ("Pode fazer deploy do serviço de pagamentos na sexta à noite.",
+     "Não pode fazer deploy do serviço de pagamentos na sexta à noite."),
+    ("Деплоить сервис платежей в пятницу вечером можно?", "Деплоить сервис платежей в пятницу вечером можно? Нет."),
 ])
 def test_texts_alike_but_saying_different_things_never_merge(older: str, newer: str):
     records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 3 * DAY + 60)]
@@ -304,6 +312,18 @@ def test_texts_alike_but_saying_different_things_never_merge(older: str, newer: 
     vectors = dict(zip([r.id for r in records], HashEmbedder(64).embed([older, newer]), strict=True))
     assert plan_consolidation(records, NOW, policy).counts["merged"] == 0
     assert plan_consolidation(records, NOW, policy, vectors=vectors).counts["merged"] == 0
+
+
+@pytest.mark.parametrize("restated", [
+    "As I said, the billing service deploys on Friday evening in Frankfurt.",
+    "Reminder: the billing service deploys on Friday evening in Frankfurt.",
+    "The billing service deploys on Friday evening in Frankfurt, just so you know.",
+])
+def test_words_that_only_say_it_again_merge(restated: str):
+    records = [record(0, "The billing service deploys on Friday evening in Frankfurt.", NOW - 3 * DAY),
+               record(1, restated, NOW - 3 * DAY + 60)]
+    policy = SleepPolicy(min_episode_size=10, duplicates=DupRules(jaccard=0.5))
+    assert plan_consolidation(records, NOW, policy).counts["merged"] == 1
 
 
 def test_closed_episode_gets_a_bounded_extractive_summary_linked_to_every_source():

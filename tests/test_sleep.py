@@ -82,24 +82,24 @@ def test_a_repeat_of_the_global_copy_a_merge_keeps_is_merged_by_the_same_sleep(t
     # merged now, not by the next sleep.
     mem = Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", dedupe_window=0, embedder="none")
     note = mem.remember("staging database listens on port 5432", created_at=OLD)
-    kept = mem.remember("staging database listens on port 5432 internally", scope="global", created_at=OLD + 60)
-    reminder = mem.remember("reminder: staging database listens on port 5432 internally", created_at=OLD + 120)
+    kept = mem.remember("staging database listens on port 5432 fyi", scope="global", created_at=OLD + 60)
+    reminder = mem.remember("reminder: staging database listens on port 5432 fyi", created_at=OLD + 120)
     assert mem.sleep().merged == 2
     assert [mem.get(i).status for i in (note, kept, reminder)] == ["consolidated", "active", "consolidated"]
     assert mem.sleep().changed_rows == 0
     # A note written between the first and the global copy that repeats only the
     # global copy: kept, that copy takes the first one's time, before the note.
     between = mem.remember("staging cache listens on port 6379", created_at=OLD + 200)
-    mem.remember("staging cache listens on port 6379 internally again", created_at=OLD + 260)
-    mem.remember("staging cache listens on port 6379 internally", scope="global", created_at=OLD + 320)
+    mem.remember("staging cache listens on port 6379 fyi again", created_at=OLD + 260)
+    mem.remember("staging cache listens on port 6379 fyi", scope="global", created_at=OLD + 320)
     assert mem.sleep().merged == 2 and mem.get(between).status == "consolidated"
     assert mem.sleep().changed_rows == 0
     # ... and a group of such notes (two copies of one expiring note).
     until = time.time() + 86_400
     mem.remember("staging queue listens on port 5672", created_at=OLD + 400)
-    copies = [mem.remember("staging queue listens on port 5672 internally again", created_at=OLD + 460 + i,
+    copies = [mem.remember("staging queue listens on port 5672 fyi again", created_at=OLD + 460 + i,
                            valid_until=until, allow_duplicate=True) for i in range(2)]
-    mem.remember("staging queue listens on port 5672 internally", scope="global", created_at=OLD + 520)
+    mem.remember("staging queue listens on port 5672 fyi", scope="global", created_at=OLD + 520)
     assert mem.sleep().merged == 3 and {mem.get(c).status for c in copies} == {"consolidated"}
     assert mem.sleep().changed_rows == 0
     mem.close()

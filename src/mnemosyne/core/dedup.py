@@ -69,7 +69,17 @@ _VALUE_WORDS = frozenset(
     nicht kein keine keinen keiner keinem nein nie niemals nichts
     non pas jamais rien aucun aucune personne
     nunca nada ningún ninguna ninguno tampoco
-    mai nessuno niente nessuna""".split()  # t: "don't" is "don" + "t"
+    mai nessuno niente nessuna
+    não nao nem ne nie niet geen nooit inte nej aldrig ingen ikke aldri ei değil yok hayır
+    не нет ни никогда""".split()  # t: "don't" is "don" + "t"
+)
+# Words a restatement may add before or after what it repeats ("As I said, ...",
+# "..., just a reminder"): they add nothing to what it says. Any other word added
+# there qualifies it ("Cancelled: ...", "... for the launch cut").
+_RESTATING = frozenset(
+    """as i we you said say says mentioned noted told earlier before again already reminder
+    remember recap repeat repeating confirmed confirming fyi note btw just so ok okay yes
+    yeah well anyway also like to that this know""".split()
 )
 # Ignored when comparing the words two texts are written with.
 _ARTICLES = frozenset({"a", "an", "the"})
@@ -237,9 +247,10 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
       approved the budget", nor "30 seconds" "30 minutes", "before the deploy"
       "after the deploy", "C#" "C++");
     - nothing dropped by the later one (a list that lost an item is news);
-    - words added only before or after the whole of the other ("As I said, ...",
-      after a speaker's label too): one inside it qualifies it ("the former team
-      lead", "only on Linux").
+    - words added only before or after the whole of the other, and only words that
+      say it again ("As I said, ...", after a speaker's label too): one inside it
+      qualifies it ("the former team lead", "only on Linux"), and so does any other
+      at its ends ("Cancelled: ...", "... as long as they pay monthly").
 
     Vectors alike above 0.95 are mostly texts that differ so little, so this holds
     for them too.
@@ -250,13 +261,14 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
         a, b = a[1:], b[1:]
     if set(a) - set(b):
         return False
-    return _contains_run(b, a)
+    n = len(a)
+    return any(b[i : i + n] == a and _restating(b[:i] + b[i + n :]) for i in range(len(b) - n + 1))
 
 
-def _contains_run(longer: list[str], run: list[str]) -> bool:
-    """Whether ``run`` appears in ``longer`` as one unbroken stretch."""
-    n = len(run)
-    return any(longer[i : i + n] == run for i in range(len(longer) - n + 1))
+def _restating(added: Sequence[str]) -> bool:
+    """Whether words added around a text only say it again (a label added, "Confirmed
+    again: ...", counts by its words)."""
+    return all(part in _RESTATING for word in added for part in word.rstrip(":").split())
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
