@@ -198,10 +198,31 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("The meeting is at 10am.", "The meeting is in room 4."),  # when, then where
     ("Her birthday is May 3.", "Her birthday is June 5."),  # whose? not said
     ("The service that is slow is billing.", "The service that is down is auth."),  # which service?
+    # Values of another kind: when, then where or what; names, then numbers; other units.
+    ("The launch party is on Friday.", "The launch party is on the rooftop."),
+    ("The meeting is at 10am.", "The meeting is at headquarters."),
+    ("The conference is in May.", "The conference is in Berlin."),
+    ("My kids are Tom and Anna.", "My kids are 5 and 7."),
+    ("The CEO is Jane Doe.", "The CEO is 54."),
+    ("The rate limit is 100 per minute.", "The rate limit is 5000 per day."),
+    ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
+    ("The bug appears only when the user is logged in.", "The bug appears only when the user is logged out."),
 ])
 def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("The deploy window is Friday evening.", "The deploy window is Monday morning."),
+    ("The meeting is at 10am.", "The meeting is at noon."),
+    ("The office is in Frankfurt.", "The office is in Dublin."),
+    ("The rate limit is 100 per minute.", "The rate limit is 250 per minute."),
+    ("The CEO is Jane Doe.", "The CEO is Bob Smith."),
+])
+def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
+    records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 1
 
 
 def test_a_speaker_saying_it_again_with_a_lead_in_merges():

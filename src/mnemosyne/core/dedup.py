@@ -342,7 +342,17 @@ _RELATIONS = frozenset(
     "at in on to from for with by of under over near inside outside out off into onto behind above "
     "below between across through about".split()
 )
-_CLAUSE = frozenset("that which who whose where when".split())
+# A subject holding one of these is conditional or qualified ("the bug appears only
+# when the user"): a value of it is no value of one named attribute.
+_CLAUSE = frozenset("that which who whose where when if only unless because while whether".split())
+# Points in time a value may name ("on Friday", "in May", "at noon", "at 10am"): such
+# a value is when, not where or what. Units ("per day", "5 minutes") are not here.
+_WHEN = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april
+    may june july august september october november december today tomorrow yesterday
+    tonight morning afternoon evening night noon midnight weekend""".split()
+)
+_CLOCK = re.compile(r"\d{1,2}(?:am|pm)|\d{4}-\d{2}-\d{2}")
 _VERBS = frozenset("is are was were".split())
 _NAME = re.compile(r"[A-Z][a-z][\w'-]*")  # "Alice", "Bob's": not "CEO", not "phone"
 
@@ -350,12 +360,12 @@ _NAME = re.compile(r"[A-Z][a-z][\w'-]*")  # "Alice", "Bob's": not "CEO", not "ph
 def fact_key(text: str) -> tuple[str, str] | None:
     """``(subject, value)`` when ``text`` states one fact about a named attribute:
     ``subject`` holds every word of the subject but articles ("my birthday" is not
-    "our birthday", "price before tax" not "price after tax") and the relation a
-    value starts with ("meeting at").
+    "our birthday", "price before tax" not "price after tax"), the relation a
+    value starts with ("meeting at") and the kind of value (see ``_kind_of_value``).
 
     >>> fact_key("The deploy window is Friday 18:00")   # ':' inside: not a fact
     >>> fact_key("The deploy window is Friday evening.")
-    ('deploy window', 'friday evening')
+    ('deploy window (when)', 'friday evening')
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
     match = _FACT.match(text)
@@ -365,7 +375,7 @@ def fact_key(text: str) -> tuple[str, str] | None:
     value = tokenize(match["value"])
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
         return None
-    if subject[-1] in _CLAUSE or _VERBS.intersection(value):  # "The service that is down is auth."
+    if _CLAUSE.intersection(subject) or _VERBS.intersection(value):  # "The service that is down is auth."
         return None
     written = [word for word in match["subject"].split() if word.lower() not in _ARTICLES]
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a
@@ -379,4 +389,16 @@ def fact_key(text: str) -> tuple[str, str] | None:
     if len(value) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
-    return " ".join(subject + relation), " ".join(value)
+    return " ".join([*subject, *relation, _kind_of_value(value)]), " ".join(value)
+
+
+def _kind_of_value(value: Sequence[str]) -> str:
+    """What a value is, as part of the attribute it is a value of: a newer value
+    replaces an older one of the same kind only. "on Friday" is when a party is, "on
+    the rooftop" where; "Tom and Anna" names kids, "5 and 7" ages them; "100 per
+    minute" and "5000 per day" are two limits (a number's unit words count)."""
+    if any(word in _WHEN or _CLOCK.fullmatch(word) for word in value):
+        return "(when)"
+    if any(ch.isdigit() for word in value for ch in word):
+        return "(number" + "".join(f" {w}" for w in value if not any(ch.isdigit() for ch in w)) + ")"
+    return "(what)"
