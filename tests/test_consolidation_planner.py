@@ -219,6 +219,8 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The office is in Frankfurt.", "The office is in Dublin."),
     ("The rate limit is 100 per minute.", "The rate limit is 250 per minute."),
     ("The CEO is Jane Doe.", "The CEO is Bob Smith."),
+    ("The Python version is 3.12.", "The Python version is 3.13."),
+    ("The user’s name is Ann.", "The user's name is Bo."),  # one apostrophe or another
 ])
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]

@@ -327,7 +327,7 @@ MAX_VALUE_WORDS = 3
 # colon (which marks "speaker: text" transcripts), no pronoun subjects.
 _FACT = re.compile(
     r"^\s*(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:is|are)\s+(?:now\s+)?"
-    r"(?P<value>[^.!?;:\n]{1,120}?)\s*[.!]?\s*$",
+    r"(?P<value>(?:[^.!?;:\n]|(?<=\d)\.(?=\d)){1,120}?)\s*[.!]?\s*$",  # "3.12" is one value
     re.IGNORECASE,
 )
 _VAGUE_SUBJECT = frozenset(
@@ -368,7 +368,7 @@ def fact_key(text: str) -> tuple[str, str] | None:
     ('deploy window (when)', 'friday evening')
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
-    match = _FACT.match(text)
+    match = _FACT.match(text.translate(_TYPOGRAPHIC))  # "the user’s name" is "the user's name"
     if match is None:
         return None
     subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
