@@ -20,6 +20,11 @@ def test_similarities_are_stretched_between_the_lowest_and_the_best_candidate():
     assert scaled[2] == pytest.approx(0.05 / 0.12)
 
 
+def test_similarities_stretch_from_the_field_a_deeper_neighbour_sets():
+    scaled = above_the_field([(1, 0.62), (2, 0.55), (3, 0.50)], field=0.52)
+    assert scaled == pytest.approx({1: 1.0, 2: 0.03 / 0.10, 3: 0.0})  # below the field: 0
+
+
 def test_a_search_that_saw_every_memory_divides_similarities_by_the_best():
     # Fewer neighbours than asked for: the lowest of a handful is no stranger to the query.
     dense = [(1, 0.62), (2, 0.55), (3, 0.50)]

@@ -558,3 +558,23 @@ def test_similarities_are_scaled_alike_before_and_after_a_sleep_merges_a_copy(tm
         after = dense()
         both = before.keys() & after.keys()
         assert len(both) >= 5 and all(before[text] == pytest.approx(after[text]) for text in both)
+
+
+def test_asking_for_fewer_results_gives_the_first_of_more(tmp_path: Path):
+    """How far a memory stands above the field by meaning does not depend on top_k:
+    the field is the same deep neighbour, however many results are asked for."""
+    words = "deploy cache budget invoice palette font server region backup alert token queue".split()
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words, size=4)) + f" item{i}" for i in range(70)]
+    source = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=source, embedder=HashEmbedder(32), dedupe_window=0) as mem:
+        mem.remember_many(texts)
+    queries = [" ".join(rng.choice(words, size=2)) for _ in range(12)]
+
+    def top(k: int) -> list[list[str]]:
+        db = tmp_path / f"top{k}.db"  # a copy: recalls count as past use, which ranking reads
+        db.write_bytes(source.read_bytes())
+        with Mnemosyne(session_id="s", db_path=db, embedder=HashEmbedder(32)) as copy:
+            return [[m.id for m in copy.recall(query, top_k=k)] for query in queries]
+
+    assert [ids[:3] for ids in top(20)] == top(3)

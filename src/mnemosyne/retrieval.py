@@ -12,12 +12,12 @@ import numpy as np
 from . import background
 from .core import lexical
 from .core.context import WINDOW
-from .core.ranking import Candidate, Weights, fuse
+from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
 from .core.temporal import window_seconds
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
-from .storage.base import Filters
+from .storage.base import Filters, Neighbours
 from .storage.sqlite import SQLiteStore
 
 # How many candidates each signal contributes before fusion. Wide enough that a
@@ -53,11 +53,11 @@ def search(
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
 
-    def by_meaning() -> tuple[np.ndarray | None, list[tuple[int, float]]]:
+    def by_meaning() -> tuple[np.ndarray | None, Neighbours]:
         query_vector = slot.embed([query])[0]
         if query_vector is None or slot.signature is None:
-            return None, []
-        return query_vector, store.search_vectors(query_vector, filters, depth, slot.signature)
+            return None, Neighbours([], None)
+        return query_vector, store.search_vectors(query_vector, filters, depth, slot.signature, FIELD_RANK)
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
@@ -83,9 +83,12 @@ def search(
             if (fallback := lexical.fts_fallback(terms, counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
-        query_vector, dense_hits = by_meaning() if dense_search is None else dense_search.result()
-        # Before summaries stand in for their originals, which shortens the list.
-        stretch = len(dense_hits) >= depth
+        query_vector, (dense_hits, field) = by_meaning() if dense_search is None else dense_search.result()
+        # Similarities are stretched from what "not about this" scores, the same
+        # whatever top_k asks for: the FIELD_RANK-th nearest neighbour, or the last
+        # where there are fewer. Under MIN_CANDIDATES (counted before summaries stand
+        # in for their originals), the search saw a handful: none is a stranger.
+        stretch = len(dense_hits) >= MIN_CANDIDATES
 
         if redirect:
             standing_for = store.representatives(
@@ -103,7 +106,7 @@ def search(
                 folded = {field: _best_per_key([*found, *more.get(field, [])]) for field, found in folded.items()}
             if query_vector is not None and slot.signature is not None and _crowded(dense_hits, folded_dense, depth):
                 folded_dense = _best_per_key(
-                    [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature)]
+                    [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature).hits]
                 )
             lexical_hits, dense_hits = folded, folded_dense
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
@@ -133,7 +136,8 @@ def search(
             for seq, row in facts.items()
         }
         window = window_seconds(query, local_time(now, zone))
-        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits, stretch, top_k)
+        ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
+                      stretch, field, top_k)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)

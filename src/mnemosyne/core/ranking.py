@@ -70,23 +70,31 @@ def normalise(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
     return {key: max(score, 0.0) / best for key, score in hits}
 
 
-def above_the_field(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
-    """Similarities rescaled from the lowest candidate's (0) to the best one's (1).
+# Which nearest neighbour by meaning scores what "not about this" does: deep enough
+# to be past what a query is about in a long history, and the same whatever top_k a
+# recall asks for. Measured (``bench/retrieval.py``) against the 50th: LongMemEval
+# turn recall 0.827 → 0.847, LoCoMo R@10 0.795 → 0.797 and MRR@10 0.591 → 0.596.
+FIELD_RANK = 250
+
+
+def above_the_field(hits: Sequence[tuple[int, float]], field: float | None = None) -> dict[int, float]:
+    """Similarities rescaled from what the field scores (0; by default the lowest
+    candidate's) to the best one's (1); those below the field are 0.
 
     Cosine similarities crowd into a narrow band (unrelated texts are far from 0), so
     dividing by the best alone leaves even the last of the nearest neighbours close
-    to 1. The lowest of a full list of nearest neighbours is what "not about this"
-    scores for this query and corpus, whatever the model. Measured with MiniLM
-    (``bench/retrieval.py``) against dividing by the best: LoCoMo R@10 0.793 → 0.795
-    and category 5 0.757 → 0.829; LongMemEval turn recall 0.837 → 0.847.
+    to 1. A deep nearest neighbour is what "not about this" scores for this query
+    and corpus, whatever the model. Measured with MiniLM (``bench/retrieval.py``)
+    against dividing by the best: LoCoMo R@10 0.793 → 0.795 and category 5 0.757 →
+    0.829; LongMemEval turn recall 0.837 → 0.847.
     """
     if not hits:
         return {}
     best = max(score for _, score in hits)
-    lowest = min(score for _, score in hits)
+    lowest = min(score for _, score in hits) if field is None else field
     if best <= lowest:  # one candidate, or all alike: none stands above another
         return {key: 1.0 for key, _ in hits} if best > 0 else {}
-    return {key: (score - lowest) / (best - lowest) for key, score in hits}
+    return {key: max(0.0, score - lowest) / (best - lowest) for key, score in hits}
 
 
 def fuse(
@@ -98,6 +106,7 @@ def fuse(
     weights: Weights = Weights(),
     dense_window: Sequence[tuple[int, float]] = (),
     stretch: bool = True,
+    field: float | None = None,
     limit: int | None = None,
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
@@ -106,14 +115,19 @@ def fuse(
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
     ``stretch``: the vector search found as many neighbours as it was asked for, so
-    similarities are stretched (``above_the_field``). Fewer means it saw every memory
-    it may return: the lowest of a handful is no stranger to the query, and they are
-    divided by the best, as BM25 is.
+    similarities are stretched (``above_the_field``), from ``field`` if given (the
+    similarity of the ``FIELD_RANK``-th neighbour; window similarities from the
+    lowest candidate's). Fewer means it saw every memory it may return: the lowest
+    of a handful is no stranger to the query, and they are divided by the best, as
+    BM25 is.
     """
-    signals = {field: normalise(hits) for field, hits in lexical.items()}
-    scale = above_the_field if stretch else normalise
-    signals["dense"] = scale([(key, max(score, 0.0)) for key, score in dense])
-    signals["dense_window"] = scale([(key, max(score, 0.0)) for key, score in dense_window])
+    signals = {name: normalise(hits) for name, hits in lexical.items()}
+    similar = [(key, max(score, 0.0)) for key, score in dense]
+    similar_window = [(key, max(score, 0.0)) for key, score in dense_window]
+    if stretch:
+        signals["dense"], signals["dense_window"] = above_the_field(similar, field), above_the_field(similar_window)
+    else:
+        signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
     # Nearest neighbours always exist; a memory found by meaning alone must be close.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -56,6 +56,14 @@ class Filters:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class Neighbours(NamedTuple):
+    """The nearest vectors to a query, and the similarity of the ``field_rank``-th
+    (where what is not about the query begins; None if not asked)."""
+
+    hits: list[tuple[int, float]]  # (seq, cosine), best first
+    field: float | None
+
+
 class Store(Protocol):
     """What the layers above ask of a backend (``SQLiteStore`` is checked against
     it by the type checker)."""
@@ -90,8 +98,8 @@ class Store(Protocol):
     ) -> dict[str, list[tuple[int, float]]]: ...
 
     def search_vectors(
-        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any]
-    ) -> list[tuple[int, float]]: ...
+        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any], field_rank: int = 0
+    ) -> Neighbours: ...
 
     def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]: ...
 

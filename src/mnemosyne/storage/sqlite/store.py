@@ -26,7 +26,7 @@ from ...errors import (
     StorageError,
 )
 from ...models import Memory
-from ..base import Filters, NewMemory, Store
+from ..base import Filters, Neighbours, NewMemory, Store
 from .access import AccessRecorder
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
 from .context_index import refresh_contexts
@@ -533,9 +533,10 @@ class SQLiteStore(VectorRows):
         return counts, total
 
     def search_vectors(
-        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any]
-    ) -> list[tuple[int, float]]:
-        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first.
+        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any], field_rank: int = 0
+    ) -> Neighbours:
+        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first,
+        and where the field begins (see ``VectorIndex.nearest``).
 
         Empty when ``embedder`` is not the one that made this database's vectors
         (another process switched models): comparing across models means nothing.
@@ -543,11 +544,11 @@ class SQLiteStore(VectorRows):
         with self._db.read() as conn:
             recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
             if recorded is None or not same_embedder(json.loads(recorded[0]), embedder):
-                return []
+                return Neighbours([], None)
             if self._index is None or self._index.dimension != len(query):
                 self._index = VectorIndex(len(query))
             self._index.sync(conn)
-        return self._index.search(query, filters, limit)
+        return self._index.nearest(query, filters, limit, field_rank)
 
     def window_similarities(self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
         """``(seq, similarity)`` of ``query`` to each memory's episode window of

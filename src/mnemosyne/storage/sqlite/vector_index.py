@@ -23,7 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..base import Filters
+from ..base import Filters, Neighbours
 
 STATUS_CODES = {"active": 0, "consolidated": 1, "superseded": 2, "expired": 3}
 KIND_CODES = {"episodic": 0, "summary": 1, "fact": 2}
@@ -148,11 +148,17 @@ class VectorIndex:
 
     def search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """``(seq, cosine)`` of the best ``limit`` vectors that pass ``filters``."""
+        return self.nearest(query, filters, limit).hits
+
+    def nearest(self, query: np.ndarray, filters: Filters, limit: int, field_rank: int = 0) -> Neighbours:
+        """``search``, and the cosine of the ``field_rank``-th nearest vector (of the
+        last, if fewer pass; past the shortlist's size, of the shortlist's), where
+        what is not about the query begins."""
         query = np.asarray(query, dtype=np.float32)
         with self._lock:
             n = self._size
             if not n:
-                return []
+                return Neighbours([], None)
             mask = self._mask(filters, n)
             rows, scores = self._score(query, mask, n, limit)
             seqs = self._seqs[rows]
@@ -161,7 +167,11 @@ class VectorIndex:
         else:
             top = np.arange(len(rows))
         order = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(seqs[i]), float(scores[i])) for i in order]
+        field = None
+        if field_rank and len(scores):
+            rank = min(field_rank, len(scores)) - 1
+            field = float(-np.partition(-scores, rank)[rank])
+        return Neighbours([(int(seqs[i]), float(scores[i])) for i in order], field)
 
     def lacking(self, seqs: Iterable[int]) -> list[int]:
         """The ``seqs`` that have no vector here, in their order."""
