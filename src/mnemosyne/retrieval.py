@@ -83,7 +83,7 @@ def search(
             if (fallback := lexical.fts_fallback(terms, counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
-        query_vector, (dense_hits, field) = by_meaning() if dense_search is None else dense_search.result()
+        query_vector, (dense_hits, field_similarity) = by_meaning() if dense_search is None else dense_search.result()
         # Similarities are stretched from what "not about this" scores, the same
         # whatever top_k asks for: the FIELD_RANK-th nearest neighbour, or the last
         # where there are fewer. Under MIN_CANDIDATES (counted before summaries stand
@@ -137,7 +137,7 @@ def search(
         }
         window = window_seconds(query, local_time(now, zone))
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field, top_k)
+                      stretch, field_similarity, top_k)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
