@@ -212,6 +212,21 @@ def test_a_correction_edited_to_another_subject_makes_the_old_value_current_agai
     assert mem.sleep().superseded == 1 and mem.get(old).status == "superseded"
 
 
+@pytest.mark.parametrize(("older", "newer", "reworded"), [
+    ("The meeting is at 3pm.", "The meeting is at 4pm.", "The meeting is at 4 pm."),
+    ("The price is $40.", "The price is $45.", "The price is 45 dollars."),
+    ("The sprint length is two weeks.", "The sprint length is three weeks.", "The sprint length is 3 weeks."),
+])
+def test_a_correction_reworded_for_the_same_subject_keeps_the_old_value_replaced(
+    mem: Mnemosyne, older: str, newer: str, reworded: str
+):
+    old = mem.remember(older, created_at=OLD)
+    new = mem.remember(newer, created_at=OLD + DAY)
+    assert mem.sleep().superseded == 1
+    mem.update(new, content=reworded)
+    assert mem.get(old).status == "superseded"
+
+
 def test_a_superseded_value_edited_to_another_subject_is_current_and_its_own_old_value_stays_replaced(
     mem: Mnemosyne,
 ):

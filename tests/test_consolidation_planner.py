@@ -148,6 +148,17 @@ def test_a_global_copy_said_later_keeps_its_place_in_the_timeline():
     assert plan.updates["m0001"]["status"] == "consolidated"
     assert plan.updates["m0002"]["occurrences"] == 2 and "created_at" not in plan.updates["m0002"]
 
+@pytest.mark.parametrize("importances", [(0.5, 0.95), (0.95, 0.5)])
+def test_a_fact_promoted_by_this_sleep_still_supersedes_or_is_superseded_in_its_session(importances):
+    dana, bob = importances
+    records = [record(1, "The on-call engineer is Dana.", NOW - 2 * 3600, importance=dana),
+               record(2, "The on-call engineer is Bob.", NOW - 3600, importance=bob)]
+    plan = plan_consolidation(records, NOW)
+    assert plan.updates["m0001"]["status"] == "superseded" and plan.counts["superseded"] == 1
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, summarised=summarised_ids(links, after)).empty
+
+
 def test_a_fact_promoted_by_this_sleep_supersedes_a_global_one_now_not_at_the_next():
     records = [record(1, "The primary region is eu-west.", NOW - 2 * 3600, scope="global"),
                record(2, "The primary region is us-east.", NOW - 3600, importance=0.95)]
@@ -221,6 +232,17 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The CEO is Jane Doe.", "The CEO is Bob Smith."),
     ("The Python version is 3.12.", "The Python version is 3.13."),
     ("The user’s name is Ann.", "The user's name is Bo."),  # one apostrophe or another
+    # The same kind however written: number words, "3 pm", symbols for units, "a month".
+    ("The sprint length is two weeks.", "The sprint length is 3 weeks."),
+    ("The meeting is at 3 pm.", "The meeting is at 4pm."),
+    ("The price is 40 dollars.", "The price is $45."),
+    ("The discount is 10 percent.", "The discount is 15%."),
+    ("The rent is 1200 per month.", "The rent is 1300 a month."),
+    ("The launch is March 3.", "The launch is 2026-03-10."),
+    # Clause words that name the attribute, not a condition.
+    ("The person who owns billing is Dana.", "The person who owns billing is Bob."),
+    ("The deadline for that project is Friday.", "The deadline for that project is Monday."),
+    ("The only approver is Alice.", "The only approver is Bob."),
 ])
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
@@ -341,6 +363,7 @@ def test_texts_alike_but_saying_different_things_never_merge(older: str, newer: 
     "As I said, the billing service deploys on Friday evening in Frankfurt.",
     "Reminder: the billing service deploys on Friday evening in Frankfurt.",
     "The billing service deploys on Friday evening in Frankfurt, just so you know.",
+    "— The billing service deploys on Friday evening in Frankfurt 👍",
 ])
 def test_words_that_only_say_it_again_merge(restated: str):
     records = [record(0, "The billing service deploys on Friday evening in Frankfurt.", NOW - 3 * DAY),
@@ -528,8 +551,11 @@ def test_words_across_two_sentences_of_a_summary_quote_nothing():
     summary = HEADER + "We decided to postpone the deploy. Failed health checks were fixed by Alice."
     assert represented("Failed health checks were fixed by Alice.", summary)
     assert not represented("Deploy failed.", summary)
-    # Quotes without a final stop run together into one sentence: still quotes.
+    # Quotes without a final stop run together into one sentence: still quotes; and a
+    # line break may be wrapping.
     assert represented("sounds good", HEADER + "sounds good Deploy done.")
+    assert represented("Failed health checks were fixed by Alice.",
+                       HEADER + "We decided to postpone the deploy. Failed health\nchecks were fixed by Alice.")
 
 
 def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():

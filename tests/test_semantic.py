@@ -560,9 +560,10 @@ def test_similarities_are_scaled_alike_before_and_after_a_sleep_merges_a_copy(tm
         assert len(both) >= 5 and all(before[text] == pytest.approx(after[text]) for text in both)
 
 
-def test_asking_for_fewer_results_gives_the_first_of_more(tmp_path: Path):
+def test_the_field_of_meaning_does_not_depend_on_top_k(tmp_path: Path):
     """How far a memory stands above the field by meaning does not depend on top_k:
-    the field is the same deep neighbour, however many results are asked for."""
+    the field is the same deep neighbour, however many results are asked for. (Here
+    every memory is a candidate either way, so nothing else could move the order.)"""
     words = "deploy cache budget invoice palette font server region backup alert token queue".split()
     rng = np.random.default_rng(7)
     texts = [" ".join(rng.choice(words, size=4)) + f" item{i}" for i in range(70)]

@@ -247,25 +247,27 @@ def plan_consolidation(
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
         # supersedes them all, or a repeat of the old value would still be current.
-        # Scopes are taken as step 4 will leave them: a fact promoted now must not
-        # supersede a global one only at the next sleep.
-        latest: dict[tuple[str, str, str], tuple[str, list[Record]]] = {}
+        # A fact step 4 promotes supersedes the global values now, not at the next sleep.
+        latest: dict[tuple[str, str, str, str], tuple[str, list[Record]]] = {}
         for m in live():
             if m.kind == "summary" or m.session_id == SHARED_SESSION or m.valid_until is not None:
                 continue
             fact = fact_key(m.content)
             if fact is None:
                 continue
-            slot = (m.session_id, "global" if global_after_sleep(m) else m.scope, fact[0])
-            previous = latest.get(slot)
-            if previous is not None and previous[0] == fact[1]:
-                previous[1].append(m)
-                continue
-            for old in previous[1] if previous is not None else ():
-                plan.set(old.id, status="superseded")
-                plan.links.append(Link(m.id, old.id, "supersedes"))
-                plan.counts["superseded"] += 1
-            latest[slot] = (fact[1], [m])
+            # A fact promoted now is a value among its session's and among the global ones.
+            scopes = ("session", "global") if m.scope == "session" and global_after_sleep(m) else (m.scope,)
+            for slot in [(m.session_id, scope, fact.attribute, fact.kind) for scope in scopes]:
+                previous = latest.get(slot)
+                if previous is not None and previous[0] == fact.value:
+                    previous[1].append(m)
+                    continue
+                for old in previous[1] if previous is not None else ():
+                    if value(old, "status") != "superseded":
+                        plan.set(old.id, status="superseded")
+                        plan.links.append(Link(m.id, old.id, "supersedes"))
+                        plan.counts["superseded"] += 1
+                latest[slot] = (fact.value, [m])
 
     # 3. merge near-duplicates into a global member if there is one, else into the
     # earliest. Across sessions only repeats (the same words in the same order) group,
@@ -438,6 +440,10 @@ def still_stands_for(source: str, summary: str, rule: object) -> bool:
     return policy.consolidate == "all" or represented(source, summary, policy)
 
 
+# Where a sentence of a summary ends: a stop and a space.
+_STOP = re.compile(r"(?<=[.!?])\s+")
+
+
 def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY) -> bool:
     """Whether ``summary`` quotes, word for word, every sentence of this source that
     says something: one with ``min_info_words`` words that are no stopwords, or a
@@ -446,8 +452,9 @@ def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY
     Bob" for "Bob owes Alice", nor a "not" said elsewhere for this one. Case, spacing
     and the punctuation around words aside; the summary's header (its times) is no
     quote, and neither is a run of words across two of its sentences ("...postpone
-    the deploy. Failed checks..." does not say "Deploy failed.")."""
-    said = [f" {' '.join(quoted_words(part))} " for part in split_sentences(split_header(summary)[1])]
+    the deploy. Failed checks..." does not say "Deploy failed."; a line break in it
+    may be wrapping, not the end of one)."""
+    said = [f" {' '.join(quoted_words(part))} " for part in _STOP.split(split_header(summary)[1])]
     for sentence in split_sentences(content):
         words = quoted_words(sentence)
         informative = {w for w in tokenize(sentence) if w not in STOPWORDS}

@@ -18,6 +18,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,12 +59,14 @@ def word_set(text: str) -> frozenset[str]:
 
 # Words that state a value: two texts that differ in one of them say different things
 # however alike they read ("two kids" / "three kids", "on Monday" / "on Tuesday").
-_VALUE_WORDS = frozenset(
+_NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
     eighty ninety hundred thousand million billion trillion dozen first second third fourth
-    fifth sixth seventh eighth ninth tenth half quarter once twice thrice
-    monday tuesday wednesday thursday friday saturday sunday january february march april
+    fifth sixth seventh eighth ninth tenth half quarter once twice thrice""".split()
+)
+_VALUE_WORDS = _NUMBER_WORDS | frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december yesterday today tomorrow
     not never no none nor nothing nobody neither cannot t
     nicht kein keine keinen keiner keinem nein nie niemals nichts
@@ -267,8 +270,9 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
 
 def _restating(added: Sequence[str]) -> bool:
     """Whether words added around a text only say it again (a label added, "Confirmed
-    again: ...", counts by its words)."""
-    return all(part in _RESTATING for word in added for part in word.rstrip(":").split())
+    again: ...", counts by its words; a dash or an emoji says nothing)."""
+    return all(part in _RESTATING or not any(ch.isalnum() for ch in part)
+               for word in added for part in word.rstrip(":").split())
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
@@ -342,30 +346,44 @@ _RELATIONS = frozenset(
     "at in on to from for with by of under over near inside outside out off into onto behind above "
     "below between across through about".split()
 )
-# A subject holding one of these is conditional or qualified ("the bug appears only
-# when the user"): a value of it is no value of one named attribute.
-_CLAUSE = frozenset("that which who whose where when if only unless because while whether".split())
-# Points in time a value may name ("on Friday", "in May", "at noon", "at 10am"): such
-# a value is when, not where or what. Units ("per day", "5 minutes") are not here.
+_CLAUSE = frozenset("that which who whose where when".split())
+# A subject holding one of these anywhere is a condition ("the bug appears only when
+# the user"): a value of it is no value of one named attribute.
+_CONDITION = frozenset("if unless when while whether".split())
+# Points in time a value may name ("on Friday", "in May", "at noon", "at 10am", "next
+# week", "Q3"): such a value is when, not where or what. A period counts only
+# without a number ("two weeks" is a length).
 _WHEN = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december today tomorrow yesterday
     tonight morning afternoon evening night noon midnight weekend""".split()
 )
-_CLOCK = re.compile(r"\d{1,2}(?:am|pm)|\d{4}-\d{2}-\d{2}")
+_PERIODS = frozenset("week month year quarter".split())
+_CLOCK = re.compile(r"\b\d{1,2}\s*(?:am|pm)\b|\b\d{4}-\d{2}-\d{2}\b|\bq[1-4]\b", re.IGNORECASE)
+# Unit words that say no more than the number's symbol would ("40 dollars", "$45"),
+# and ways of saying "per" ("1200 a month", "1300 per month").
+_SYMBOL_UNITS = frozenset("dollar dollars usd euro euros eur pound pounds gbp percent pct".split())
+_PER = frozenset("a an per each every".split())
 _VERBS = frozenset("is are was were".split())
 _NAME = re.compile(r"[A-Z][a-z][\w'-]*")  # "Alice", "Bob's": not "CEO", not "phone"
 
 
-def fact_key(text: str) -> tuple[str, str] | None:
-    """``(subject, value)`` when ``text`` states one fact about a named attribute:
-    ``subject`` holds every word of the subject but articles ("my birthday" is not
-    "our birthday", "price before tax" not "price after tax"), the relation a
-    value starts with ("meeting at") and the kind of value (see ``_kind_of_value``).
+class Fact(NamedTuple):
+    attribute: str  # the subject's words but articles, and a relation ("meeting at")
+    kind: str  # what the value is: when, a number (with its unit), or what
+    value: str
+
+
+def fact_key(text: str) -> Fact | None:
+    """The fact ``text`` states about a named attribute, if it states one:
+    ``attribute`` holds every word of the subject but articles ("my birthday" is not
+    "our birthday", "price before tax" not "price after tax") and the relation a
+    value starts with ("meeting at"); a newer value replaces an older one of the
+    same attribute and kind.
 
     >>> fact_key("The deploy window is Friday 18:00")   # ':' inside: not a fact
     >>> fact_key("The deploy window is Friday evening.")
-    ('deploy window (when)', 'friday evening')
+    Fact(attribute='deploy window', kind='when', value='friday evening')
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
     match = _FACT.match(text.translate(_TYPOGRAPHIC))  # "the user’s name" is "the user's name"
@@ -375,8 +393,8 @@ def fact_key(text: str) -> tuple[str, str] | None:
     value = tokenize(match["value"])
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
         return None
-    if _CLAUSE.intersection(subject) or _VERBS.intersection(value):  # "The service that is down is auth."
-        return None
+    if subject[-1] in _CLAUSE or _CONDITION.intersection(subject) or _VERBS.intersection(value):
+        return None  # "The service that is down is auth.", "... only when the user is ..."
     written = [word for word in match["subject"].split() if word.lower() not in _ARTICLES]
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a
     # description, and another description of the same subject ("Dana is allergic to
@@ -389,16 +407,19 @@ def fact_key(text: str) -> tuple[str, str] | None:
     if len(value) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
-    return " ".join([*subject, *relation, _kind_of_value(value)]), " ".join(value)
+    return Fact(" ".join(subject + relation), _kind_of_value(match["value"], value), " ".join(value))
 
 
-def _kind_of_value(value: Sequence[str]) -> str:
-    """What a value is, as part of the attribute it is a value of: a newer value
-    replaces an older one of the same kind only. "on Friday" is when a party is, "on
-    the rooftop" where; "Tom and Anna" names kids, "5 and 7" ages them; "100 per
-    minute" and "5000 per day" are two limits (a number's unit words count)."""
-    if any(word in _WHEN or _CLOCK.fullmatch(word) for word in value):
-        return "(when)"
-    if any(ch.isdigit() for word in value for ch in word):
-        return "(number" + "".join(f" {w}" for w in value if not any(ch.isdigit() for ch in w)) + ")"
-    return "(what)"
+def _kind_of_value(written: str, value: Sequence[str]) -> str:
+    """What a value is: a newer value replaces an older one of the same kind only.
+    "on Friday" is when a party is, "on the rooftop" where; "Tom and Anna" names
+    kids, "5 and 7" ages them; "100 per minute" and "5000 per day" are two limits
+    (a number's unit words count, but not those a symbol says: "$45", "45 dollars")."""
+    numeric = [any(ch.isdigit() for ch in word) or (word in _NUMBER_WORDS and word not in _PERIODS) for word in value]
+    if _CLOCK.search(written) or _WHEN.intersection(value) or (not any(numeric) and _PERIODS.intersection(value)):
+        return "when"
+    if any(numeric):
+        units = ["per" if word in _PER else word for word, number in zip(value, numeric, strict=True)
+                 if not number and word not in _SYMBOL_UNITS and word != "the"]
+        return " ".join(["number", *units])
+    return "what"

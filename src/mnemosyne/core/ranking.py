@@ -125,7 +125,8 @@ def fuse(
     similar = [(key, max(score, 0.0)) for key, score in dense]
     similar_window = [(key, max(score, 0.0)) for key, score in dense_window]
     if stretch:
-        signals["dense"], signals["dense_window"] = above_the_field(similar, field), above_the_field(similar_window)
+        floor = None if field is None else max(field, 0.0)  # scores below 0 are read as 0
+        signals["dense"], signals["dense_window"] = above_the_field(similar, floor), above_the_field(similar_window)
     else:
         signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
     # Nearest neighbours always exist; a memory found by meaning alone must be close.

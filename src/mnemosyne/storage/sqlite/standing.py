@@ -146,8 +146,8 @@ def _release_other_subjects(conn: sqlite3.Connection, memory_id: str, text: str,
 
 
 def _subject(text: str) -> str | None:
-    fact = fact_key(text)
-    return None if fact is None else fact[0]
+    fact = fact_key(text)  # its attribute, whatever the kind of value: "4pm" and "4 pm" alike
+    return None if fact is None else fact.attribute
 
 
 def _unlink(conn: sqlite3.Connection, newer: str, older: str) -> None:
