@@ -153,19 +153,21 @@ def test_a_fact_promoted_by_this_sleep_still_supersedes_or_is_superseded_in_its_
     dana, bob = importances
     records = [record(1, "The on-call engineer is Dana.", NOW - 2 * 3600, importance=dana),
                record(2, "The on-call engineer is Bob.", NOW - 3600, importance=bob)]
-    plan = plan_consolidation(records, NOW)
+    promoting = SleepPolicy(promote_importance=0.9)
+    plan = plan_consolidation(records, NOW, promoting)
     assert plan.updates["m0001"]["status"] == "superseded" and plan.counts["superseded"] == 1
     after, links = apply(records, plan)
-    assert plan_consolidation(after, NOW + 60, summarised=summarised_ids(links, after)).empty
+    assert plan_consolidation(after, NOW + 60, promoting, summarised=summarised_ids(links, after)).empty
 
 
 def test_a_fact_promoted_by_this_sleep_supersedes_a_global_one_now_not_at_the_next():
     records = [record(1, "The primary region is eu-west.", NOW - 2 * 3600, scope="global"),
                record(2, "The primary region is us-east.", NOW - 3600, importance=0.95)]
-    plan = plan_consolidation(records, NOW)
+    promoting = SleepPolicy(promote_importance=0.9)
+    plan = plan_consolidation(records, NOW, promoting)
     assert plan.updates["m0001"]["status"] == "superseded" and plan.updates["m0002"]["scope"] == "global"
     after, links = apply(records, plan)
-    assert plan_consolidation(after, NOW + 60, summarised=summarised_ids(links, after)).empty
+    assert plan_consolidation(after, NOW + 60, promoting, summarised=summarised_ids(links, after)).empty
 
 def test_numbers_keep_near_identical_texts_apart():
     records = [record(i, f"Finished step {i} of the database migration today", NOW - DAY * 3 + i)
@@ -475,7 +477,7 @@ def test_recurring_knowledge_is_promoted_to_global():
         record(2, "the staging database lives on db-stage-2 in eu-west.", NOW - 4 * DAY, session="b"),
         record(3, "Customer prefers invoices by email", NOW - 4 * DAY, session="a", importance=0.95),
     ]
-    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10, promote_importance=0.9))
     # A new global memory of the shared text; each session's own row stays its own.
     (shared,) = plan.created
     assert (shared.kind, shared.scope, shared.content) == ("fact", "global", records[0].content)

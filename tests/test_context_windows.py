@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.storage.sqlite.context_index import refresh_all_contexts
 
 DAY = 86_400.0
@@ -92,7 +93,7 @@ def test_sleep_promoting_a_memory_drops_its_private_neighbours_from_its_window(a
     a, b, db = agents
     a.remember("My bank PIN is 4921 and my secret codeword is xylophone.")
     a.remember("The staging server runs on port 8443.", importance=0.95)
-    report = a.sleep()
+    report = a.sleep(policy=SleepPolicy(promote_importance=0.9))
     assert report.promoted == 1
     assert b.recall("xylophone codeword") == []
     assert [m.content for m in b.recall("staging server")] == ["The staging server runs on port 8443."]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import InvalidInputError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 
 
 @pytest.fixture
@@ -136,7 +137,7 @@ def test_duplicates_are_stored_when_asked_or_when_they_differ_in_scope(mem: Mnem
 
 def test_a_retry_after_sleep_made_the_first_copy_global_returns_it(mem: Mnemosyne):
     first = mem.remember("Production deploys need two approvals from the platform team", importance=0.95)
-    mem.sleep()  # an auto_sleep between the attempt and its retry: important, so promoted
+    mem.sleep(policy=SleepPolicy(promote_importance=0.9))  # between the attempt and its retry: promoted
     assert mem.get(first).scope == "global"
     assert mem.remember("Production deploys need two approvals from the platform team", importance=0.95) == first
     assert mem.get_stats().total == 1

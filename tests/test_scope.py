@@ -176,3 +176,12 @@ def test_forgetting_a_sessions_own_global_memory_leaves_sharing_as_it_was(trio):
 
     assert a.recall("green tea")[0].id == shared.id  # shared as before
     assert c.sleep().changed_rows == 0
+
+
+def test_an_important_session_memory_stays_private_through_sleep(agents):
+    alpha, beta = agents
+    secret = alpha.remember("The staging database password is hunter2.", importance=0.95,
+                            metadata={"secret": True})
+    alpha.sleep()
+    assert alpha.get(secret).scope == "session"
+    assert beta.recall("staging database password") == []

@@ -14,7 +14,8 @@ order, each on what the previous ones left active:
    repeats merge, and copies several sessions hold privately fold into a new global
    ``fact`` memory of the shared text, so no session loses sight of them and none
    sees another's row;
-4. **promote** session memories marked important to ``global`` (configurable);
+4. **promote** session memories marked important to ``global`` (only if the policy
+   asks: it shows a session's own text, source and metadata to every session);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
    a source is marked ``consolidated`` when the summary represents it (or, with
    ``consolidate="all"``, always), unless it is important enough to stay in view;
@@ -69,7 +70,7 @@ class Record:
 class SleepPolicy:
     """Every knob of consolidation, with conservative defaults.
 
-    >>> SleepPolicy(episode_gap=600, promote_importance=None)  # no promotion by importance
+    >>> SleepPolicy(episode_gap=600, promote_importance=0.9)  # important session memories go global
     """
 
     episode_gap: float = 1800.0  # seconds of silence that end an episode
@@ -92,7 +93,9 @@ class SleepPolicy:
     min_info_words: int = 2
     duplicates: DupRules = field(default_factory=DupRules)
     promote_recurring: bool = True  # a text repeated in >= 2 sessions is shared as a new global memory
-    promote_importance: float | None = 0.9
+    # Session memories this important become global (None: never). Opt-in: the row
+    # itself goes global, its source and metadata with it.
+    promote_importance: float | None = None
     supersede: bool = True
     half_life_days: float = 30.0
     strength_step: float = 0.05  # smaller strength changes are not written
