@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
 from mnemosyne.dr.recovery import verify_backup
 from mnemosyne.interfaces.mcp_tools import TOOLS, TOOLS_BY_NAME, Sessions, call_tool
 
@@ -202,3 +202,18 @@ def test_unnamed_backups_from_two_servers_at_once_each_get_a_name(tmp_path: Path
         made += out.split()
     assert len(made) == len(set(made)) == 12
     assert all(verify_backup(path).memory_count == 1 for path in made)
+
+
+def test_a_database_deleted_under_the_server_refuses_every_session_and_is_not_recreated(tmp_path: Path):
+    db = tmp_path / "memories.db"
+    sessions = Sessions(db, default_session="planner")
+    try:
+        call_tool(sessions, "remember", {"content": "The font is Inter"})
+        for path in tmp_path.glob("memories.db*"):
+            path.unlink()
+        for session in (None, "newcomer"):  # one already open, one never seen
+            with pytest.raises(StorageError, match="restart the server"):
+                call_tool(sessions, "recall", {"query": "font", **({"session_id": session} if session else {})})
+        assert not db.exists()
+    finally:
+        sessions.close()

@@ -13,6 +13,7 @@ database, each with its own session scope plus the global one.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
 from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 
@@ -56,6 +57,9 @@ class Sessions:
         self._open: dict[str, Mnemosyne] = {}  # least recently used first
         self._users: dict[str, int] = {}
         self._lock = threading.Lock()
+        # The database file the first session opened (path, device and inode): deleted
+        # or replaced, every session is refused, none opens a new empty one there.
+        self._file: tuple[Path, tuple[int, int] | None] | None = None
 
     @contextmanager
     def use(self, session_id: str | None = None) -> Iterator[Mnemosyne]:
@@ -63,10 +67,13 @@ class Sessions:
         kept open while the block runs."""
         key = self.default_session if session_id is None else session_id
         with self._lock:
+            self._check_file()
             mem = self._open.pop(key, None)
             if mem is None:
                 # Opening validates the session id, so a bad one never enters the cache.
                 mem = Mnemosyne(session_id=key, db_path=self.db_path)
+                if self._file is None:
+                    self._file = (mem.db_path, _identity(mem.db_path))
             self._open[key] = mem
             self._users[key] = self._users.get(key, 0) + 1
             idle = [k for k in self._open if not self._users.get(k)]
@@ -81,6 +88,12 @@ class Sessions:
                 if not self._users[key]:
                     del self._users[key]
 
+    def _check_file(self) -> None:
+        if self._file is not None and _identity(self._file[0]) != self._file[1]:
+            path = self._file[0]
+            raise StorageError(f"the database file {path} was deleted or replaced while this server ran; "
+                               "restart the server to open the file there now", path)
+
     @property
     def backup_dir(self) -> Path:
         """Where the ``backup`` tool writes: ``--backup-dir``, else ``backups/`` beside the database."""
@@ -94,6 +107,15 @@ class Sessions:
             opened, self._open = list(self._open.values()), {}
         for mem in opened:
             mem.close()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at ``path`` (device, inode), or None if there is none."""
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 @dataclass(frozen=True)
