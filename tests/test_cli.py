@@ -422,3 +422,28 @@ def test_ctrl_c_during_an_import_is_one_line_and_changes_nothing(cli: Cli, tmp_p
     assert json.loads(err)["error"]["code"] == "interrupted"
     with cli.memories() as mem:
         assert mem.get_stats().total in (0, 20_000)
+
+
+def test_control_characters_in_a_memory_reach_the_terminal_as_escapes(cli: Cli) -> None:
+    cli("remember", "deploy note \x1b]0;pwned\x07\x1b[2J\rFAKE ROW\nsecond line")
+    shown = cli("recall", "deploy note").stdout
+    assert "\x1b" not in shown and "\r" not in shown and len(shown.splitlines()) == 2  # header and one row
+    assert "\\x1b[2J\\x0dFAKE ROW\\x0asecond line" in shown
+
+
+def test_an_unknown_user_in_a_path_is_bad_input(cli: Cli) -> None:
+    for args in (("stats",), ("export", "out.jsonl")):
+        done = cli(*args, db="~no-such-user-of-mnemosyne/memories.db", expect=BAD_INPUT)
+        assert "no-such-user-of-mnemosyne" in done.stderr
+
+
+def test_a_path_that_is_not_utf8_still_gives_valid_json(cli: Cli, tmp_path: Path) -> None:
+    db = os.fsencode(tmp_path) + b"/caf\xff.db"
+    for encoding in ("utf-8", ""):  # strict UTF-8 output, and the locale's (surrogateescape)
+        env = {**cli.env, "PYTHONIOENCODING": encoding}
+        for args in ([b"remember", f"a note to {encoding or 'the locale'}".encode()], [b"stats", b"--json"]):
+            done = subprocess.run([sys.executable, "-m", "mnemosyne", *args, b"--db", db],
+                                  capture_output=True, env=env, timeout=60)
+            assert done.returncode == OK and b"Traceback" not in done.stderr, done.stderr
+    stats = json.loads(done.stdout.decode("utf-8"))
+    assert stats["total"] == 2 and "caf" in stats["db_path"]

@@ -307,3 +307,16 @@ def test_numpy_numbers_are_taken_wherever_a_number_is(mem: Mnemosyne):
 
 def test_sleep_policy_still_takes_no_promotion_by_importance():
     assert SleepPolicy(promote_importance=None).promote_importance is None
+
+
+def test_a_path_naming_an_unknown_user_is_invalid_input(tmp_path: Path):
+    from mnemosyne.dr.recovery import create_backup
+
+    unknown = "~no-such-user-of-mnemosyne/memories.db"
+    with pytest.raises(InvalidInputError, match="no-such-user-of-mnemosyne"):
+        Mnemosyne(db_path=unknown)
+    with Mnemosyne(db_path=tmp_path / "m.db") as mem:
+        with pytest.raises(InvalidInputError, match="no-such-user-of-mnemosyne"):
+            mem.export_jsonl(unknown)
+    with pytest.raises(InvalidInputError, match="no-such-user-of-mnemosyne"):
+        create_backup(db_path=tmp_path / "m.db", backup_path=unknown)

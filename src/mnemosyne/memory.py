@@ -33,6 +33,7 @@ from .core.validation import (
     check_seconds,
     check_sources,
     check_top_k,
+    expand_user,
 )
 from .embedders import registry
 from .embedders.base import Embedder
@@ -56,7 +57,7 @@ def default_db_path() -> Path:
     (``~/.local/share/mnemosyne/memories.db`` when XDG_DATA_HOME is unset)."""
     explicit = os.environ.get(DB_ENV_VAR)
     if explicit:
-        return Path(explicit).expanduser()
+        return expand_user(explicit, DB_ENV_VAR)
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data_home) / "mnemosyne" / "memories.db"
 
@@ -336,7 +337,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         >>> mem.export_jsonl("memories.jsonl")
         1234
         """
-        target = Path(path)
+        target = expand_user(path, "path")
         if not transfer.is_stream(target) and target.resolve() in database_files(Path(self._store.path)):
             raise InvalidInputError(f"{path} is this database or one of its own files; export to another path")
         transfer.check_writable(path)
@@ -368,7 +369,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         >>> mem.import_jsonl("memories.jsonl")
         1234
         """
-        return self._import_export(transfer.read_jsonl(Path(path)), progress)
+        return self._import_export(transfer.read_jsonl(expand_user(path, "path")), progress)
 
     def _import_export(self, export: transfer.Export, progress: Progress | None = None) -> int:
         """:meth:`import_jsonl` of an export already read and checked."""

@@ -6,6 +6,7 @@ import json
 import math
 import numbers
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -214,3 +215,12 @@ def check_seconds(value: object, name: str, *, positive: bool = False, maximum: 
             bounds += f" and <= {maximum:.0f}"
         raise InvalidInputError(f"{name} must be a finite number of seconds {bounds}, got {value!r}")
     return seconds
+
+
+def expand_user(path: str | Path, name: str) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; an unknown user is an
+    :class:`InvalidInputError`, not Python's ``RuntimeError``."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:
+        raise InvalidInputError(f"{name} {str(path)!r}: {exc}") from exc

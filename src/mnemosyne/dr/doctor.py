@@ -19,6 +19,7 @@ import sqlite3
 from pathlib import Path
 
 from ..core.timeutil import EARLIEST, END
+from ..core.validation import expand_user
 from ..errors import InvalidInputError, ReadOnlyDatabaseError, StorageError
 from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.backup_file import timestamp_for_names
@@ -225,4 +226,4 @@ def _file_problem(path: Path) -> str | None:
 def _as_path(value: object) -> Path:
     if not isinstance(value, (str, Path)) or not str(value).strip():
         raise InvalidInputError(f"db_path must be a non-empty str or Path, got {value!r}")
-    return Path(value).expanduser()
+    return expand_user(value, "db_path")

@@ -28,7 +28,7 @@ from contextlib import ExitStack, closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from ..core.validation import check_seconds
+from ..core.validation import check_seconds, expand_user
 from ..errors import (
     BackupError,
     DatabaseBusyError,
@@ -465,4 +465,4 @@ def _as_path(value: object, name: str) -> Path:
     if isinstance(value, str) and (value.endswith(("/", os.sep)) or os.path.basename(value) in (".", "..")):
         # Path() would drop a trailing "/" or "/.", and name a file where a folder was meant.
         raise InvalidInputError(f"{name} {value!r} names a folder; name a file in it")
-    return Path(value).expanduser()
+    return expand_user(value, name)

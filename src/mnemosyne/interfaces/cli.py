@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_BAD_INPUT, EXIT_FAILURE = 0, 1, 2, 3
@@ -72,10 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _escape_what_the_terminal_cannot_show() -> None:
-    """On a terminal or pipe that is not UTF-8 (a latin-1 console, cp1252), text it
-    cannot encode is printed as escapes rather than failing the command."""
+    """Text the output cannot encode is printed as escapes rather than failing the
+    command: on a terminal or pipe that is not UTF-8 (a latin-1 console, cp1252),
+    and on any, a path's bytes that are not UTF-8 (Python reads them as lone
+    surrogates; written as they came, they would make --json output invalid)."""
     for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and not _utf8(stream):
+        if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
 
 
@@ -291,12 +292,13 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> None:
+    from ..core.validation import expand_user
     from ..transfer import is_stream
     from .progress import ProgressBar
 
     with ProgressBar("exporting", quiet=args.quiet) as bar:
         count = _open(args).export_jsonl(args.path, progress=bar)
-    if is_stream(Path(args.path)):
+    if is_stream(expand_user(args.path, "path")):
         # The export may be stdout itself: its confirmation goes to stderr.
         if not args.quiet:
             done = {"exported": count, "path": args.path}
@@ -306,12 +308,13 @@ def _export(args: argparse.Namespace) -> None:
 
 
 def _import(args: argparse.Namespace) -> None:
+    from ..core.validation import expand_user
     from ..transfer import read_jsonl
     from .progress import ProgressBar
 
     # Read and checked whole before the database is opened, or created: a bad file
     # creates no database. Read once, as a pipe can be.
-    export = read_jsonl(Path(args.path))
+    export = read_jsonl(expand_user(args.path, "path"))
     with ProgressBar("importing", quiet=args.quiet) as bar:
         added = _open(args, create=True)._import_export(export, progress=bar)
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
@@ -379,8 +382,9 @@ def _open(args: argparse.Namespace, create: bool = False, **options: Any) -> Any
     as an empty database ("total 0" from a volume that is not mounted), nor as a
     memory not found there (a script would take a forgotten one as gone)."""
     from .. import InvalidInputError, Mnemosyne
+    from ..core.validation import expand_user
 
-    if not create and not Path(_db_path(args)).expanduser().exists():
+    if not create and not expand_user(_db_path(args), "--db").exists():
         raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")
     return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
 
@@ -453,10 +457,20 @@ def _print_memories(memories: Sequence[Any]) -> None:
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     # Every column but the last is padded; content goes last so it is never cut.
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
-    for row in [header, *rows]:
-        cells = [str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)]
-        print("  ".join([*cells, str(row[-1])]))
+    shown = [[_shown(cell) for cell in row] for row in [header, *rows]]
+    widths = [max(len(row[i]) for row in shown) for i in range(len(header) - 1)]
+    for row in shown:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]))
+
+
+# Control characters but tab, as escapes: a memory's text must not move the cursor,
+# clear the screen or start a row of its own on the terminal that shows it.
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0)]}
+
+
+def _shown(value: object) -> str:
+    return str(value).translate(_CONTROLS)
 
 
 def _print_report(report: Any) -> None:
@@ -472,7 +486,7 @@ def _print_record(record: dict[str, Any]) -> None:
     for key, value in record.items():
         if isinstance(value, (dict, list)):
             value = json.dumps(value, ensure_ascii=False)
-        print(f"{key.ljust(width)}  {value}")
+        print(f"{key.ljust(width)}  {_shown(value)}")
 
 
 if __name__ == "__main__":

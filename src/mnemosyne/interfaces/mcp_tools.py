@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
-from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, is_real, whole_number
+from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, expand_user, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 
 Result = dict[str, Any]
@@ -52,7 +52,7 @@ class Sessions:
     ) -> None:
         self.db_path = db_path
         self.default_session = default_session
-        self._backup_dir = None if backup_dir is None else Path(backup_dir).expanduser()
+        self._backup_dir = None if backup_dir is None else expand_user(backup_dir, "backup_dir")
         self._max_open = max_open
         self._open: dict[str, Mnemosyne] = {}  # least recently used first
         self._users: dict[str, int] = {}

@@ -17,6 +17,7 @@ from ... import background
 from ...core.consolidation import SHARED_SESSION, sharing_key
 from ...core.lexical import ascii_words, may_share_stem
 from ...core.signature import same_embedder
+from ...core.validation import expand_user
 from ...errors import (
     DatabaseBusyError,
     InvalidInputError,
@@ -748,7 +749,7 @@ def prepare_path(path: str | Path) -> Path:
             "db_path ':memory:' is not supported: Mnemosyne needs a file; for a throwaway "
             "memory use a file in a temporary folder (tempfile.mkdtemp())"
         )
-    db_path = Path(path).expanduser()
+    db_path = expand_user(path, "db_path")
     if db_path.is_dir():
         raise InvalidInputError(f"db_path {db_path} is a directory; pass a file path such as {db_path / 'memories.db'}")
     # The file's header is deliberately not read with open(): closing any descriptor
