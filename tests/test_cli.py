@@ -269,6 +269,7 @@ def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, tmp_path:
 @pytest.mark.parametrize("args", [
     ["stats"], ["recall", "font"], ["timeline"], ["episodes"], ["export", "{tmp}/out.jsonl"], ["sleep"],
     ["reembed", "--missing"], ["get", UNKNOWN], ["forget", UNKNOWN], ["update", UNKNOWN, "--content", "x"],
+    ["backup", "{tmp}/out.bak"],
 ])
 def test_a_command_that_only_reads_refuses_a_database_that_is_not_there(
     cli: Cli, tmp_path: Path, args: list[str]

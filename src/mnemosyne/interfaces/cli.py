@@ -264,7 +264,7 @@ def _stats(args: argparse.Namespace) -> None:
 def _backup(args: argparse.Namespace) -> None:
     from ..dr.recovery import create_backup
 
-    manifest = create_backup(db_path=_db_path(args), backup_path=args.backup_path)
+    manifest = create_backup(db_path=_existing_db(args), backup_path=args.backup_path)
     _done(args, vars(manifest), f"backed up {manifest.memory_count} memories to {args.backup_path}")
 
 
@@ -381,12 +381,22 @@ def _open(args: argparse.Namespace, create: bool = False, **options: Any) -> Any
     something (``create``) makes a new one: a mistyped --db is refused, not read
     as an empty database ("total 0" from a volume that is not mounted), nor as a
     memory not found there (a script would take a forgotten one as gone)."""
-    from .. import InvalidInputError, Mnemosyne
+    from .. import Mnemosyne
+
+    if not create:
+        _existing_db(args)
+    return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
+
+
+def _existing_db(args: argparse.Namespace) -> str:
+    """The --db path, refused (exit 2) where there is no database."""
+    from .. import InvalidInputError
     from ..core.validation import expand_user
 
-    if not create and not expand_user(_db_path(args), "--db").exists():
-        raise InvalidInputError(f"there is no database at {_db_path(args)}; check --db")
-    return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
+    path = _db_path(args)
+    if not expand_user(path, "--db").exists():
+        raise InvalidInputError(f"there is no database at {path}; check --db")
+    return path
 
 
 def _db_path(args: argparse.Namespace) -> str:
