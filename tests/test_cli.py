@@ -222,7 +222,7 @@ def test_failures_exit_with_their_code_and_a_json_error(
 @pytest.mark.parametrize(("args", "code"), [
     (["get", UNKNOWN], BAD_INPUT),  # there is no database to look in
     (["remember", "hello", "--importance", "5"], BAD_INPUT),
-    (["backup", "{tmp}/b.bak"], FAILURE),  # there is no database to back up
+    (["backup", "{tmp}/b.bak"], BAD_INPUT),  # there is no database to back up
     (["import", "{tmp}/latin1.jsonl"], BAD_INPUT),
 ])
 def test_failures_without_json_print_one_readable_line(cli: Cli, tmp_path: Path, args, code) -> None:
