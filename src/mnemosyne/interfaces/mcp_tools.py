@@ -13,7 +13,6 @@ database, each with its own session scope plus the global one.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
 from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, expand_user, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
+from mnemosyne.storage.sqlite.connection import file_identity
 
 Result = dict[str, Any]
 
@@ -73,7 +73,7 @@ class Sessions:
                 # Opening validates the session id, so a bad one never enters the cache.
                 mem = Mnemosyne(session_id=key, db_path=self.db_path)
                 if self._file is None:
-                    self._file = (mem.db_path, _identity(mem.db_path))
+                    self._file = (mem.db_path, file_identity(mem.db_path))
             self._open[key] = mem
             self._users[key] = self._users.get(key, 0) + 1
             idle = [k for k in self._open if not self._users.get(k)]
@@ -89,7 +89,7 @@ class Sessions:
                     del self._users[key]
 
     def _check_file(self) -> None:
-        if self._file is not None and _identity(self._file[0]) != self._file[1]:
+        if self._file is not None and file_identity(self._file[0]) != self._file[1]:
             path = self._file[0]
             raise StorageError(f"the database file {path} was deleted or replaced while this server ran; "
                                "restart the server to open the file there now", path)
@@ -107,15 +107,6 @@ class Sessions:
             opened, self._open = list(self._open.values()), {}
         for mem in opened:
             mem.close()
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """The file at ``path`` (device, inode), or None if there is none."""
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return stat.st_dev, stat.st_ino
 
 
 @dataclass(frozen=True)

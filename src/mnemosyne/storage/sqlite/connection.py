@@ -185,7 +185,7 @@ class Database:
                 isolation_level=None, check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            if not first and _identity(self._absolute) is None:
+            if not first and file_identity(self._absolute) is None:
                 raise self._gone() from exc
             raise translate(exc, self.path, "open the database", self.busy_timeout) from exc
         conn.row_factory = sqlite3.Row
@@ -203,8 +203,8 @@ class Database:
                 # default: a forgotten memory's text must not linger in free pages.
                 conn.execute("PRAGMA secure_delete = ON")
                 if first:
-                    self._file = _identity(self._absolute)
-                elif _identity(self._absolute) != self._file:  # reads must not mix two files
+                    self._file = file_identity(self._absolute)
+                elif file_identity(self._absolute) != self._file:  # reads must not mix two files
                     conn.close()
                     raise self._gone()
                 return conn
@@ -337,7 +337,7 @@ class Database:
                     raise self._failed(conn, exc, action) from exc
                 delay = _sleep(delay, end)
                 continue
-            if _identity(self._absolute) != self._file:
+            if file_identity(self._absolute) != self._file:
                 self._rollback(conn)
                 raise self._gone()
             return
@@ -424,7 +424,7 @@ class Database:
                 pass
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def file_identity(path: Path) -> tuple[int, int] | None:
     """Which file is at ``path`` (device and inode), or None if none is."""
     try:
         stat = os.stat(path)
