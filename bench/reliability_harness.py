@@ -29,11 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import LeaseHeldError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.dr.doctor import diagnose
 from mnemosyne.dr.recovery import create_backup, restore_backup, verify_backup
 from mnemosyne.testing import HashEmbedder
 
 HERE = Path(__file__).resolve()
+# Sleeps promote important memories too, so that path runs under load and kill -9.
+PROMOTING = SleepPolicy(promote_importance=0.9)
 
 
 def phrase(*parts: object) -> str:
@@ -78,7 +81,7 @@ def _op_backup(mem: Mnemosyne, rng: random.Random, i: int) -> None:
 
 def _op_sleep(mem: Mnemosyne, rng: random.Random, i: int) -> None:
     try:
-        mem.sleep()
+        mem.sleep(policy=PROMOTING)
     except LeaseHeldError:  # another process is sleeping: the documented answer
         pass
 
@@ -195,7 +198,7 @@ def maintainer(db: str, go: str, stop: str, out: str, every: float) -> None:
     _wait_for(go)
     backups, errors, sleeps = [], [], 0
     backup_dir = Path(db).parent / "backups"
-    mem = Mnemosyne(session_id="maintainer", db_path=db)
+    mem = Mnemosyne(session_id="maintainer", db_path=db, sleep_policy=PROMOTING)
     while not os.path.exists(stop):
         time.sleep(every)
         target = backup_dir / f"backup-{len(backups)}.bak"

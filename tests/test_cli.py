@@ -426,10 +426,10 @@ def test_ctrl_c_during_an_import_is_one_line_and_changes_nothing(cli: Cli, tmp_p
 
 
 def test_control_characters_in_a_memory_reach_the_terminal_as_escapes(cli: Cli) -> None:
-    cli("remember", "deploy note \x1b]0;pwned\x07\x1b[2J\rFAKE ROW\nsecond line")
+    cli("remember", "deploy note \x1b]0;pwned\x07\x1b[2J\rFAKE ROW\nsecond line \u202egnirts\u2028end")
     shown = cli("recall", "deploy note").stdout
     assert "\x1b" not in shown and "\r" not in shown and len(shown.splitlines()) == 2  # header and one row
-    assert "\\x1b[2J\\x0dFAKE ROW\\x0asecond line" in shown
+    assert "\\x1b[2J\\x0dFAKE ROW\\x0asecond line \\u202egnirts\\u2028end" in shown
 
 
 def test_an_unknown_user_in_a_path_is_bad_input(cli: Cli) -> None:

@@ -149,7 +149,9 @@ OPS = st.one_of(
 @given(st.lists(OPS, min_size=1, max_size=30))
 def test_windows_always_equal_a_full_rebuild(tmp_path_factory, ops):
     db = tmp_path_factory.mktemp("w") / "m.db"
-    sessions = {s: Mnemosyne(session_id=s, db_path=db, embedder="none", dedupe_window=0) for s in ("alice", "bob")}
+    promoting = SleepPolicy(promote_importance=0.9)  # windows after a promotion too
+    sessions = {s: Mnemosyne(session_id=s, db_path=db, embedder="none", dedupe_window=0, sleep_policy=promoting)
+                for s in ("alice", "bob")}
     stored: list[tuple[str, str]] = []  # (id, session that stored it)
     runs: list[str] = []
     try:

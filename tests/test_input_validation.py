@@ -318,5 +318,7 @@ def test_a_path_naming_an_unknown_user_is_invalid_input(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db") as mem:
         with pytest.raises(InvalidInputError, match="no-such-user-of-mnemosyne"):
             mem.export_jsonl(unknown)
+        with pytest.raises(InvalidInputError, match="is a folder"):
+            mem.export_jsonl("~")  # the home folder
     with pytest.raises(InvalidInputError, match="no-such-user-of-mnemosyne"):
         create_backup(db_path=tmp_path / "m.db", backup_path=unknown)

@@ -217,3 +217,17 @@ def test_a_database_deleted_under_the_server_refuses_every_session_and_is_not_re
         assert not db.exists()
     finally:
         sessions.close()
+
+
+def test_every_session_opens_the_file_the_server_started_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    sessions = Sessions("memories.db", default_session="planner")
+    try:
+        call_tool(sessions, "remember", {"content": "The font is Inter", "scope": "global"})
+        monkeypatch.chdir(tmp_path / "elsewhere")  # a relative --db, and the working directory moves
+        found = call_tool(sessions, "recall", {"query": "font", "session_id": "newcomer"})
+        assert [m["content"] for m in found["memories"]] == ["The font is Inter"]
+        assert not (tmp_path / "elsewhere" / "memories.db").exists()
+    finally:
+        sessions.close()

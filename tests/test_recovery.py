@@ -858,3 +858,13 @@ def test_last_backup_at_is_recorded(db_path: Path, tmp_path: Path) -> None:
     restore_backup(backup_path=tmp_path / "b.bak", db_path=tmp_path / "fresh.db")
     with Mnemosyne(db_path=tmp_path / "fresh.db") as mem:
         assert mem.get_stats().last_backup_at == restored
+
+
+def test_a_backup_whose_file_name_is_not_utf8_restores(tmp_path: Path):
+    db, backup = tmp_path / "m.db", tmp_path / os.fsdecode(b"caf\xe9.bak")
+    with Mnemosyne(session_id="s", db_path=db) as mem:
+        mem.remember("The font is Inter")
+    create_backup(db_path=db, backup_path=backup)
+    restore_backup(backup_path=backup, db_path=tmp_path / "restored.db")
+    with Mnemosyne(session_id="s", db_path=tmp_path / "restored.db") as mem:
+        assert [m.content for m in mem.timeline()] == ["The font is Inter"]

@@ -173,7 +173,9 @@ def test_undo_restores_exactly_and_refuses_out_of_order(mem: Mnemosyne, tmp_path
                 min_size=1, max_size=25))
 def test_sleep_then_undo_round_trips_any_database(tmp_path_factory, items):
     db = tmp_path_factory.mktemp("p") / "m.db"
-    sessions = {s: Mnemosyne(session_id=s, db_path=db) for s in ("a", "b")}
+    # Promotion by importance too: undoing it must put scopes back.
+    promoting = SleepPolicy(promote_importance=0.9)
+    sessions = {s: Mnemosyne(session_id=s, db_path=db, sleep_policy=promoting) for s in ("a", "b")}
     try:
         for n, (text, hours, importance, session) in enumerate(items):
             sessions[session].remember(f"{text} {n % 4}", importance=importance,

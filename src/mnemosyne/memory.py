@@ -340,7 +340,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         target = expand_user(path, "path")
         if not transfer.is_stream(target) and target.resolve() in database_files(Path(self._store.path)):
             raise InvalidInputError(f"{path} is this database or one of its own files; export to another path")
-        transfer.check_writable(path)
+        transfer.check_writable(path, target)
         # Recall counts this process has not written yet belong in the export too:
         # ranking and sleep's decay read them.
         self._store.access.flush(lock_wait=1.0)

@@ -171,10 +171,11 @@ def _escape_line_breaks(line: str) -> str:
     return line.translate(_LINE_BREAKS)
 
 
-def check_writable(path: str | Path) -> None:
-    """Raise :class:`InvalidInputError` if ``path`` names a folder rather than a file
-    (give the text as typed: ``Path`` drops a trailing slash)."""
-    if str(path).endswith(("/", os.sep)) or Path(path).is_dir():
+def check_writable(path: str | Path, expanded: Path) -> None:
+    """Raise :class:`InvalidInputError` if ``path`` (the text as typed: ``Path`` drops
+    a trailing slash; ``expanded``, with ``~`` expanded) names a folder rather than a
+    file."""
+    if str(path).endswith(("/", os.sep)) or expanded.is_dir():
         raise InvalidInputError(f"{path} is a folder; give the export file's path")
 
 

@@ -223,4 +223,8 @@ def expand_user(path: str | Path, name: str) -> Path:
     try:
         return Path(path).expanduser()
     except RuntimeError as exc:
-        raise InvalidInputError(f"{name} {str(path)!r}: {exc}") from exc
+        user = str(path)[1:].split("/", 1)[0]
+        raise InvalidInputError(
+            f"{name} {str(path)!r} starts with the home folder of a user {user!r} there is none of; "
+            f"for a file of that name, write ./{path}"
+        ) from exc

@@ -362,7 +362,9 @@ def _mark_restored(staged: Path, backup: Path, manifest: BackupManifest) -> str:
             store.safety_backup.unlink()
             manifest_path(store.safety_backup).unlink()
         mark = secrets.token_hex(8)
-        store.record_event("restore", {"backup": str(backup), "mark": mark})
+        # A file name that is not UTF-8 (lone surrogates in Python) is recorded escaped.
+        named = str(backup).encode("utf-8", "backslashreplace").decode("utf-8")
+        store.record_event("restore", {"backup": named, "mark": mark})
         # The restored contents were backed up when that backup was made: their own
         # record of the last backup predates it.
         try:

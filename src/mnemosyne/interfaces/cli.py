@@ -474,9 +474,12 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print("  ".join([*cells, row[-1]]))
 
 
-# Control characters but tab, as escapes: a memory's text must not move the cursor,
-# clear the screen or start a row of its own on the terminal that shows it.
-_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0)]}
+# Control characters but tab, line and paragraph separators and the marks that turn
+# text right to left, as escapes: a memory's text must not move the cursor, clear
+# the screen, start a row of its own or show reversed on the terminal that shows it.
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0a, 0x20), *range(0x7f, 0xa0)]} | {
+    code: f"\\u{code:04x}" for code in [0x2028, 0x2029, *range(0x202a, 0x202f), *range(0x2066, 0x206a)]
+}
 
 
 def _shown(value: object) -> str:

@@ -13,6 +13,7 @@ database, each with its own session scope plus the global one.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -50,7 +51,9 @@ class Sessions:
         backup_dir: str | Path | None = None,
         max_open: int = 16,
     ) -> None:
-        self.db_path = db_path
+        # Absolute once: every session opens the same file, whatever the working
+        # directory becomes (a symlink is still followed, not resolved here).
+        self.db_path = None if db_path is None else Path(os.path.abspath(expand_user(db_path, "db_path")))
         self.default_session = default_session
         self._backup_dir = None if backup_dir is None else expand_user(backup_dir, "backup_dir")
         self._max_open = max_open
