@@ -113,3 +113,12 @@ def test_closed_instance_refuses_work(tmp_path: Path):
     mem.close()
     with pytest.raises(MnemosyneError, match="closed"):
         mem.remember("too late")
+
+
+def test_an_error_does_not_echo_a_megabyte_of_input(tmp_path: Path):
+    huge = "x" * 1_000_000
+    with Mnemosyne(db_path=tmp_path / "m.db") as mem:
+        for call in (lambda: mem.forget(huge), lambda: mem.remember("note", scope=huge)):
+            with pytest.raises(MnemosyneError) as info:
+                call()
+            assert len(str(info.value)) < 500 and "1000000 characters" in str(info.value)

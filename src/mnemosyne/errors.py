@@ -46,11 +46,17 @@ class MemoryNotFoundError(MnemosyneError, LookupError):
     def __init__(self, memory_id: str, session_id: str | None = None) -> None:
         self.memory_id = memory_id
         self.session_id = session_id
-        where = f" from session {session_id!r}" if session_id is not None else ""
+        where = f" from session {brief(session_id)}" if session_id is not None else ""
         super().__init__(
-            f"no memory {memory_id!r} is visible{where}; session-scoped memories are "
+            f"no memory {brief(memory_id)} is visible{where}; session-scoped memories are "
             "only visible from the session that stored them"
         )
+
+
+def brief(value: object, most: int = 80) -> str:
+    """``repr(value)``, cut short: an error message must not echo a megabyte of input."""
+    shown = repr(value)
+    return shown if len(shown) <= most else f"{shown[:most]}... ({len(str(value))} characters)"
 
 
 class StorageError(MnemosyneError):

@@ -11,7 +11,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, brief
 from ..models import SCOPES
 
 # recall ranks 5 * top_k candidates per signal; beyond this a ranking means nothing
@@ -85,14 +85,14 @@ def check_content(content: object) -> str:
 def check_importance(importance: object) -> float:
     number = finite_number(importance)
     if number is None or not 0 <= number <= 1:
-        raise InvalidInputError(f"importance must be a number in [0, 1], got {importance!r}")
+        raise InvalidInputError(f"importance must be a number in [0, 1], got {brief(importance)}")
     return number
 
 
 def check_flag(value: object, name: str) -> bool:
     """A yes/no option: a bool, never a truthy stand-in ("false" is truthy)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
+        raise InvalidInputError(f"{name} must be True or False, got {brief(value)}")
     return bool(value)
 
 
@@ -104,20 +104,20 @@ def check_sources(source: object) -> tuple[str, ...]:
     if isinstance(source, str):
         return (check_label(source, "source"),)
     if not isinstance(source, (list, tuple, set, frozenset)) or not source:
-        raise InvalidInputError(f"source must be a source or a non-empty list of sources, got {source!r}")
+        raise InvalidInputError(f"source must be a source or a non-empty list of sources, got {brief(source)}")
     return tuple(check_label(s, "source") for s in source)
 
 
 def check_scope(scope: object) -> str:
     if scope not in SCOPES:
-        raise InvalidInputError(f"scope must be 'session' or 'global', got {scope!r}")
+        raise InvalidInputError(f"scope must be 'session' or 'global', got {brief(scope)}")
     return str(scope)
 
 
 def check_label(value: object, name: str) -> str:
     """A short identifying string such as a source or a session id."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInputError(f"{name} must be a non-empty string, got {value!r}")
+        raise InvalidInputError(f"{name} must be a non-empty string, got {brief(value)}")
     if "\x00" in value:
         raise InvalidInputError(f"{name} contains a NUL character")
     return check_text(value, name)
@@ -185,7 +185,7 @@ def check_limit(limit: object) -> int | None:
     number = whole_number(limit)
     if number is None or not 1 <= number <= MAX_LIMIT:
         raise InvalidInputError(
-            f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {limit!r}"
+            f"limit must be an integer from 1 to {MAX_LIMIT:_}, or None for every event, got {brief(limit)}"
         )
     return number
 
@@ -194,7 +194,7 @@ def check_whole(value: object, name: str, least: int, most: int) -> int:
     """An integer from ``least`` to ``most``, as a plain int."""
     number = whole_number(value)
     if number is None or not least <= number <= most:
-        raise InvalidInputError(f"{name} must be an integer from {least:_} to {most:_}, got {value!r}")
+        raise InvalidInputError(f"{name} must be an integer from {least:_} to {most:_}, got {brief(value)}")
     return number
 
 
@@ -213,7 +213,7 @@ def check_seconds(value: object, name: str, *, positive: bool = False, maximum: 
         bounds = "> 0" if positive else ">= 0"
         if maximum != math.inf:
             bounds += f" and <= {maximum:.0f}"
-        raise InvalidInputError(f"{name} must be a finite number of seconds {bounds}, got {value!r}")
+        raise InvalidInputError(f"{name} must be a finite number of seconds {bounds}, got {brief(value)}")
     return seconds
 
 
