@@ -132,7 +132,6 @@ def _create_locked(path: Path, mode: int = 0o644, take_over_claim: bool = False)
     return fd
 
 
-
 def _is_claim(fd: int) -> bool:
     return os.fstat(fd).st_size == len(CLAIM) and os.pread(fd, len(CLAIM) + 1, 0) == CLAIM
 
