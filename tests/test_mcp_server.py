@@ -194,6 +194,20 @@ def test_the_address_an_http_server_prints_is_one_a_client_can_use(tmp_path: Pat
         process.wait(timeout=15)
 
 
+def test_an_http_server_whose_port_is_taken_says_so_and_never_that_it_serves(tmp_path: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        finished = subprocess.run(
+            [sys.executable, *server_command(tmp_path / "memories.db", "--http", "--port", str(port))],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=os.environ.copy(),
+        )
+    assert finished.returncode == 3, finished.stderr
+    assert "serving" not in finished.stderr
+    assert f"cannot serve at 127.0.0.1:{port}" in finished.stderr and "--port" in finished.stderr
+
+
 @pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_a_stdio_server_stops_at_sigterm_or_ctrl_c_with_its_client_connected(tmp_path: Path, stop, exit_code):
     db = tmp_path / "memories.db"

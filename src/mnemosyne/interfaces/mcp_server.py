@@ -12,11 +12,13 @@ internals (no stack trace) reaches the client.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -108,8 +110,9 @@ def serve(
                 logger.warning("listening on %s without authentication: anyone who can reach it can read "
                                "and change every memory", host)
             address = f"[{host}]" if ":" in host else host  # an IPv6 literal, as a URL writes it
+            listeners = _listen(host, port, address)
             print(f"mnemosyne mcp: serving {served} at http://{address}:{port}/mcp", file=sys.stderr)
-            anyio.run(_serve_http, server, host, port)
+            anyio.run(_serve_http, server, host, listeners)
         else:
             anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:
@@ -136,12 +139,34 @@ async def _serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(server: Server[Any], host: str, port: int) -> None:
+def _listen(host: str, port: int, address: str) -> list[socket.socket]:
+    """Sockets bound to every address ``host`` names, bound before the server says it
+    serves: a port already taken is then an error, never after a line announcing a
+    server that is not there."""
+    listeners: list[socket.socket] = []
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, protocol, _, where in dict.fromkeys(found):
+            listener = socket.socket(family, kind, protocol)
+            listeners.append(listener)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            if family == socket.AF_INET6:  # 'localhost' may name ::1 and 127.0.0.1: bind each
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind(where)
+    except OSError as exc:
+        for listener in listeners:
+            listener.close()
+        hint = "; another server has that port: choose another with --port" if exc.errno == errno.EADDRINUSE else ""
+        raise OSError(f"cannot serve at {address}:{port}: {exc.strerror or exc}{hint}") from exc
+    return listeners
+
+
+async def _serve_http(server: Server[Any], host: str, listeners: list[socket.socket]) -> None:
     import uvicorn  # a dependency of the mcp SDK
 
     app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    config = uvicorn.Config(app, host=host, log_level="warning")
+    await uvicorn.Server(config).serve(sockets=listeners)
 
 
 def _describe(spec: ToolSpec) -> types.Tool:
