@@ -33,6 +33,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def test_a_session_id_too_long_is_bad_input_and_creates_no_database(capsys, db):
+    code, _, err = run(capsys, "remember", "never stored", "--db", db, "--session", "s" * 100_000, "--json")
+    assert code == EXIT_BAD_INPUT
+    assert json.loads(err)["error"]["code"] == "invalid_input" and "session_id is 100_000 characters" in err
+    assert not os.path.exists(db)
+
+
 def test_every_operation_round_trips(capsys, db):
     code, out, _ = run(capsys, "remember", "Deploy window is Friday 18:00 UTC", "--db", db, "--source", "ops",
                        "--importance", "0.8", "--scope", "global", "--metadata", '{"t": 1}')

@@ -116,6 +116,7 @@ BAD_CONSTRUCTOR_ARGS = [
     pytest.param({"dedupe_window": 10**400}, "dedupe_window", id="dedupe_window-10**400"),
     ({"busy_timeout": NAN}, "busy_timeout"),
     ({"session_id": "\ud800"}, "session_id contains a lone surrogate"),
+    ({"session_id": "s" * 257}, "session_id is 257 characters long; the most is 256"),
 ]
 
 
@@ -138,6 +139,17 @@ def test_bad_constructor_arguments_leave_an_old_database_unmigrated(
         Mnemosyne(db_path=db, **kwargs)
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
+
+
+def test_a_session_id_of_256_characters_is_a_session_and_a_longer_one_is_refused(tmp_path: Path):
+    longest = "s" * 256
+    with Mnemosyne(session_id=longest, db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("kept in the longest session there can be")
+        assert [m.session_id for m in mem.timeline(session_id=longest)] == [longest]
+        for read in (mem.timeline, mem.episodes):
+            with pytest.raises(InvalidInputError, match="session_id is 1_000_000 characters long") as info:
+                read(session_id="s" * 1_000_000)
+            assert len(str(info.value)) < 300
 
 
 def test_a_bad_embedder_in_the_environment_creates_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -89,6 +89,12 @@ def test_sessions_see_their_own_scope_plus_global(sessions: Sessions):
         assert mem.get(private["id"]) is not None
 
 
+def test_a_session_id_too_long_is_invalid_input_and_opens_no_session(sessions: Sessions):
+    with pytest.raises(InvalidInputError, match="session_id is 1_000_000 characters long"):
+        call_tool(sessions, "remember", {"content": "never stored", "session_id": "s" * 1_000_000})
+    assert call_tool(sessions, "stats", {})["total"] == 0
+
+
 def test_backups_get_unique_names_and_never_replace_one(sessions: Sessions):
     call_tool(sessions, "remember", {"content": "worth keeping"})
     first = call_tool(sessions, "backup", {})

@@ -31,6 +31,7 @@ from .core.validation import (
     check_query,
     check_scope,
     check_seconds,
+    check_session_id,
     check_sources,
     check_top_k,
     expand_user,
@@ -102,7 +103,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     ) -> None:
         # Every argument is checked before the database is opened: a refused one must
         # not leave a new file, new folders or a migrated schema behind.
-        self.session_id = check_label(session_id, "session_id")
+        self.session_id = check_session_id(session_id)
         if self.session_id == SHARED_SESSION:
             raise InvalidInputError(
                 f"session_id {SHARED_SESSION!r} is reserved: it holds the memories sleep shares between "

@@ -23,6 +23,10 @@ MAX_LIMIT = 1_000_000
 # Far beyond any real use, and well inside what JSON parsing (and a later export and
 # import) can take: near a thousand levels, Python's recursion limit breaks them.
 MAX_METADATA_DEPTH = 100
+# Room for any naming scheme in use (an agent, a user and a task joined, a UUID or
+# two); a session id is written with every memory and read back with every recall,
+# so a far longer one is a mistake, not a name.
+MAX_SESSION_ID_LENGTH = 256
 
 
 def finite_number(value: object) -> float | None:
@@ -121,6 +125,17 @@ def check_label(value: object, name: str) -> str:
     if "\x00" in value:
         raise InvalidInputError(f"{name} contains a NUL character")
     return check_text(value, name)
+
+
+def check_session_id(value: object) -> str:
+    """A session id: a label of at most ``MAX_SESSION_ID_LENGTH`` characters."""
+    session_id = check_label(value, "session_id")
+    if len(session_id) > MAX_SESSION_ID_LENGTH:
+        raise InvalidInputError(
+            f"session_id is {len(session_id):_} characters long; the most is {MAX_SESSION_ID_LENGTH}: "
+            f"{brief(session_id)}"
+        )
+    return session_id
 
 
 def check_metadata(metadata: object, max_depth: int | None = MAX_METADATA_DEPTH) -> dict[str, Any]:
