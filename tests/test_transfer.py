@@ -661,6 +661,23 @@ def test_an_idempotency_key_taken_by_another_memory_imports_nothing(tmp_path: Pa
         assert mem.get_stats().total == 1
 
 
+def test_an_idempotency_key_taken_here_is_refused_with_the_file_and_line_that_uses_it(tmp_path: Path) -> None:
+    export = tmp_path / "keyed.jsonl"
+    with Mnemosyne(session_id="s", db_path=tmp_path / "a.db") as mem:
+        mem.remember("Standup moved to 10:00")
+        mem.remember("Staging is frozen until Monday")
+        keyed = mem.remember("Deploy approved", idempotency_key="deploy-42")
+        mem.export_jsonl(export)
+    line = next(number for number, text in enumerate(export.read_text(encoding="utf-8").splitlines(), 1)
+                if keyed in text)
+    with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as mem:
+        mem.remember("Deploy rejected", idempotency_key="deploy-42")
+        with pytest.raises(InvalidInputError) as info:
+            mem.import_jsonl(export)
+        assert str(info.value).startswith(f"{export}:{line}: memory {keyed}: idempotency_key 'deploy-42'")
+        assert mem.get_stats().total == 1
+
+
 def test_a_shared_memory_forgotten_is_not_shared_again_after_import(tmp_path: Path) -> None:
     db, export, fresh = tmp_path / "source.db", tmp_path / "all.jsonl", tmp_path / "fresh.db"
     text = "The staging database password rotates monthly."

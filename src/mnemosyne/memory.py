@@ -378,7 +378,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if progress is not None:
             memories = _reporting(memories, progress, len(export.memories))
         added = self._store.import_memories(
-            memories, export.usage, export.episodes, export.links, export.unshared, export.forgotten
+            memories, export.usage, export.episodes, export.links, export.unshared, export.forgotten, export.where
         )
         self._backfill.run()  # a failing model leaves the rest to later passes
         return added

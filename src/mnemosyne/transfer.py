@@ -103,6 +103,8 @@ class Export:
     memories: list[NewMemory] = field(default_factory=list)
     # Per memory id: the columns sleep and ranking keep besides the memory itself.
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per memory id: its file and line, to name it in the store's refusal.
+    where: dict[str, str] = field(default_factory=dict)
     episodes: list[dict[str, Any]] = field(default_factory=list)
     # Each link's columns, plus "where" (its file and line) for the store's refusal.
     links: list[dict[str, Any]] = field(default_factory=list)
@@ -316,7 +318,7 @@ class _Reader:
         if version == 1:
             # Version 1 lines are memories; older writers added fields (e.g. "context")
             # that carry nothing to import.
-            self._add_memory({k: v for k, v in record.items() if k in _FIELDS["memory"] and k != "type"})
+            self._add_memory({k: v for k, v in record.items() if k in _FIELDS["memory"] and k != "type"}, where)
             return
         kind = record.get("type")
         if kind not in _FIELDS:
@@ -326,7 +328,7 @@ class _Reader:
         if unknown:
             raise InvalidInputError(f"unknown fields {unknown} for a {kind} line")
         if kind == "memory":
-            self._add_memory(record)
+            self._add_memory(record, where)
         elif kind == "episode":
             self._add_episode(record)
         elif kind == "link":
@@ -336,7 +338,7 @@ class _Reader:
         else:
             self._add_forgotten(record)
 
-    def _add_memory(self, record: dict[str, Any]) -> None:
+    def _add_memory(self, record: dict[str, Any], where: str) -> None:
         missing = [key for key in _REQUIRED if key not in record]
         if missing:
             raise InvalidInputError(f"missing fields {missing}")
@@ -380,6 +382,7 @@ class _Reader:
             "access_count": _count(values["access_count"], "access_count", minimum=0),
             "last_accessed_at": optional_timestamp(values["last_accessed_at"], "last_accessed_at"),
         }
+        self.export.where[memory_id] = where
 
     def _add_episode(self, record: dict[str, Any]) -> None:
         missing = [key for key in ("id", "session_id", "label", "started_at") if key not in record]

@@ -245,6 +245,7 @@ class SQLiteStore(VectorRows):
         links: Sequence[Mapping[str, Any]] = (),
         unshared: Iterable[str] = (),
         tombstones: Mapping[str, str] | None = None,
+        where: Mapping[str, str] | None = None,
     ) -> int:
         """Add, in one transaction, the episodes and memories whose id is not stored
         yet, the links and ``unshared`` sharing keys not stored yet; return how many
@@ -257,7 +258,8 @@ class SQLiteStore(VectorRows):
         ``usage`` maps a memory id to its kept columns (strength, occurrences,
         last_seen_at, access_count, last_accessed_at), written for added memories.
         Each link holds its columns (src_id, dst_id, kind, run_id, created_at) and
-        ``where``, how to name it in an error. A link whose end is in neither the
+        ``where``, how to name it in an error (its file and line), as the ``where``
+        argument names each memory, by id. A link whose end is in neither the
         import nor the database raises :class:`InvalidInputError` and nothing is
         written: without it, forget would leave a forgotten memory quoted in a summary.
 
@@ -296,7 +298,10 @@ class SQLiteStore(VectorRows):
                         try:
                             stored_id, seq = self._insert_one(conn, memory, inserting)
                         except InvalidInputError as exc:  # its idempotency key names another memory
-                            raise InvalidInputError(f"memory {memory.id}: {exc}; nothing was imported") from exc
+                            named = f"memory {memory.id}"
+                            if where and memory.id in where:
+                                named = f"{where[memory.id]}: {named}"
+                            raise InvalidInputError(f"{named}: {exc}; nothing was imported") from exc
                         if stored_id != memory.id:  # the same write, stored here under its own id
                             stored_as[memory.id] = stored_id
                         if seq is not None:
