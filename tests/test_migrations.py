@@ -132,6 +132,54 @@ def test_an_upgrade_killed_while_copying_leaves_nothing_the_next_one_keeps(v1_db
         copy.name, copy.name + ".manifest.json"]
 
 
+def test_copies_left_by_upgrades_killed_after_copying_do_not_pile_up(v1_db: Path):
+    import fcntl
+    import subprocess
+    import sys
+
+    from mnemosyne.dr.recovery import verify_backup
+    from mnemosyne.storage.sqlite.backup_file import manifest_path
+
+    # Killed applying the migrations, each time after its safety copy was made.
+    killed_mid_upgrade = (
+        "import os, signal, sys\n"
+        "import mnemosyne.storage.sqlite.migrate as migrate\n"
+        "migrate._apply = lambda conn, migration: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "from mnemosyne import Mnemosyne\n"
+        "Mnemosyne(db_path=sys.argv[1])\n"
+    )
+
+    def copies() -> list[Path]:
+        return sorted(v1_db.parent.glob("old.db.pre-v*.bak"))
+
+    def killed_upgrade() -> None:
+        killed = subprocess.run([sys.executable, "-c", killed_mid_upgrade, str(v1_db)], timeout=120)
+        assert killed.returncode == -9
+
+    killed_upgrade()
+    (first,) = copies()
+    first_bytes = first.read_bytes()
+    # A copy a process holds locked is not taken from it, and one that differs from
+    # the database keeps what only it holds.
+    different = v1_db.with_name(f"old.db.pre-v{LATEST_VERSION}-20260101T000000.000000Z-1.bak")
+    shutil.copyfile(FIXTURES / "schema_v2.db", different)
+    shutil.copyfile(manifest_path(first), manifest_path(different))
+    with open(first, "rb") as reading:
+        fcntl.flock(reading, fcntl.LOCK_SH)
+        killed_upgrade()
+    assert first in copies() and len(copies()) == 3
+    killed_upgrade()
+    assert first not in copies() and len(copies()) == 2
+    with Mnemosyne(db_path=v1_db) as mem:
+        assert mem.get_stats().total == 4
+    (kept,) = set(copies()) - {different}
+    assert kept.read_bytes() == first_bytes
+    assert different.read_bytes() == (FIXTURES / "schema_v2.db").read_bytes()
+    assert sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name) == sorted(
+        name for copy in (kept, different) for name in (copy.name, manifest_path(copy).name))
+    assert verify_backup(kept).schema_version == 1
+
+
 def test_an_upgrade_keeps_the_copies_older_releases_made_without_a_manifest(tmp_path: Path):
     db = tmp_path / "m.db"
     shutil.copyfile(FIXTURES / "schema_v3.db", db)

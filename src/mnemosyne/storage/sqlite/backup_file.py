@@ -25,7 +25,15 @@ from ... import __version__
 from ...core.timeutil import from_timestamp
 from ...errors import BackupError, InvalidInputError
 from .connection import open_read_only
-from .snapshot import claim, fsync_dir, fsync_file, remove_abandoned_claims, temporary_copy, temporary_file
+from .snapshot import (
+    claim,
+    fsync_dir,
+    fsync_file,
+    remove_abandoned_claims,
+    remove_copies_of,
+    temporary_copy,
+    temporary_file,
+)
 
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FORMAT = 1
@@ -93,6 +101,14 @@ def remove_killed_backups(folder: Path, pattern: str) -> None:
     """Delete what backups matching ``pattern`` in ``folder`` that were killed left:
     the claim that held the name, and a manifest written for it."""
     remove_abandoned_claims(folder, pattern, MANIFEST_SUFFIX)
+
+
+def remove_copies_of_backup(backup: Path, pattern: str) -> None:
+    """Delete the backups matching ``pattern`` beside ``backup`` that hold the very
+    bytes it holds, with their manifests: they keep nothing it does not. One a
+    process holds locked stays, and so does one without a manifest (an older
+    release's, which a user may know by name)."""
+    remove_copies_of(backup, pattern, MANIFEST_SUFFIX)
 
 
 def _check_copy(copy: Path, source: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sqlite3
@@ -9,9 +10,16 @@ import time
 from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
-from .backup_file import manifest_path, remove_killed_backups, timestamp_for_names, write_backup
+from .backup_file import (
+    manifest_path,
+    remove_copies_of_backup,
+    remove_killed_backups,
+    timestamp_for_names,
+    write_backup,
+)
 from .connection import Database, open_read_only, translate
 from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
+from .snapshot import in_use
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -36,12 +44,13 @@ def migrate(db: Database) -> Path | None:
         # it alone copies the database aside. A crash mid-upgrade rolls back whole.
         copies: list[Path] = []
         try:
-            with db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
+            # The copy stays locked until the upgrade ends: no sweep takes it meanwhile.
+            with contextlib.ExitStack() as held, db.write(f"upgrade the schema to version {LATEST_VERSION}") as conn:
                 current = schema_version(conn)
                 if current > LATEST_VERSION:  # a newer build upgraded it while we waited
                     raise SchemaVersionError(db.path, current, LATEST_VERSION)
                 if current < LATEST_VERSION:
-                    safety_copy = _upgrade(db, conn, current, copies)
+                    safety_copy = _upgrade(db, conn, current, copies, held)
         except BaseException:
             # Rolled back whole, the database is as it was and the copy of it is
             # redundant: kept, a read-only database would leave one per attempt. It
@@ -64,9 +73,12 @@ def _still_at(db: Database, version: int) -> bool:
         return False
 
 
-def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[Path]) -> Path | None:
+def _upgrade(
+    db: Database, conn: sqlite3.Connection, current: int, copies: list[Path], held: contextlib.ExitStack
+) -> Path | None:
     """Copy the database aside if it holds a schema (adding the copy to ``copies`` as
-    soon as it is begun), then apply every later migration."""
+    soon as it is begun, and holding it locked in ``held`` once made), then apply
+    every later migration."""
     safety_copy = None
     if current > 0:
         # What upgrades killed while copying left; never a copy an upgrade finished
@@ -76,6 +88,11 @@ def _upgrade(db: Database, conn: sqlite3.Connection, current: int, copies: list[
         safety_copy = db.path.with_name(name)
         copies.append(safety_copy)
         _copy_aside(db.path, safety_copy)
+        held.enter_context(in_use(safety_copy))
+        # An upgrade killed after its copy was made left that copy behind, and the
+        # database as it was, so the same bytes as this one: each attempt would add
+        # one more. A copy that differs (the database changed since) is kept.
+        remove_copies_of_backup(safety_copy, f"{glob.escape(db.path.name)}.pre-v{LATEST_VERSION}-*.bak")
     for migration in MIGRATIONS:
         if migration.version > current:
             _apply(conn, migration)

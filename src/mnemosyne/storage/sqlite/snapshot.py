@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import filecmp
 import os
 import secrets
 import sqlite3
@@ -102,6 +103,34 @@ def remove_abandoned_claims(folder: Path, pattern: str, companion_suffix: str) -
     for stale in folder.glob(pattern):
         if _remove_if_unlocked(stale, _is_claim):
             stale.with_name(stale.name + companion_suffix).unlink(missing_ok=True)
+
+
+def remove_copies_of(kept: Path, pattern: str, companion_suffix: str) -> None:
+    """Delete the files matching ``pattern`` beside ``kept`` that hold exactly its
+    bytes and that no process holds locked, each with its companion (the file named
+    after it plus ``companion_suffix``); one without a companion stays."""
+    for other in kept.parent.glob(pattern):
+        companion = other.with_name(other.name + companion_suffix)
+        if other == kept or not companion.exists():
+            continue
+
+        def same_bytes(fd: int, other: Path = other) -> bool:
+            return filecmp.cmp(other, kept, shallow=False)
+
+        if _remove_if_unlocked(other, same_bytes):
+            companion.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def in_use(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked (shared) for the block, so no sweep of abandoned files
+    removes it meanwhile."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _create_locked(path: Path, mode: int = 0o644, take_over_claim: bool = False) -> int:
