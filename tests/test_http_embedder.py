@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from mnemosyne import EmbedderError, Mnemosyne, embedding
+from mnemosyne.embedders import openai_compat
 from mnemosyne.embedders.openai_compat import OpenAICompatibleEmbedder
 from mnemosyne.testing import HashEmbedder
 
@@ -390,6 +391,28 @@ def test_the_timeout_bounds_a_host_lookup_that_does_not_answer(server, monkeypat
     with pytest.raises(EmbedderError, match="no address for localhost"):
         by_name.embed(["the cat sat on the mat"])
     assert time.monotonic() - started < 2
+
+
+def test_a_lookup_that_used_up_the_time_says_so_when_the_deadline_passes_before_it_is_handled(server, monkeypatch):
+    by_name = OpenAICompatibleEmbedder("hash", base_url=server.url.replace("127.0.0.1", "localhost"), timeout=0.5)
+    look_up, resolve = socket.getaddrinfo, openai_compat._Deadline.resolve
+
+    def stalled(host, *args, **kwargs):
+        if host == "localhost":
+            time.sleep(2)
+        return look_up(host, *args, **kwargs)
+
+    def resolve_then_lag(self, host, port):  # a loaded machine: the deadline fires first
+        try:
+            return resolve(self, host, port)
+        except TimeoutError:
+            time.sleep(0.3)
+            raise
+
+    monkeypatch.setattr(socket, "getaddrinfo", stalled)
+    monkeypatch.setattr(openai_compat._Deadline, "resolve", resolve_then_lag)
+    with pytest.raises(EmbedderError, match="no address for localhost"):
+        by_name.embed(["the cat sat on the mat"])
 
 
 def test_the_timeout_bounds_headers_however_slowly_they_come(server):

@@ -131,7 +131,9 @@ def _exchange(request: urllib.request.Request, timeout: float) -> bytes:
             raise late from exc
         raise _Status(exc, said) from exc
     except (OSError, http.client.HTTPException) as exc:
-        if deadline.expired.is_set():
+        # A lookup that used up the time says so, though the deadline may have
+        # passed before this handler runs.
+        if deadline.expired.is_set() and not isinstance(getattr(exc, "reason", exc), _NoAddress):
             raise late from exc
         raise
     finally:
@@ -139,6 +141,10 @@ def _exchange(request: urllib.request.Request, timeout: float) -> bytes:
     if deadline.expired.is_set():  # cut short: what was read may be any part of the answer
         raise late
     return body
+
+
+class _NoAddress(TimeoutError):
+    """A host lookup that did not answer within the time left."""
 
 
 class _Deadline:
@@ -175,7 +181,7 @@ class _Deadline:
         lookup.start()
         lookup.join(max(0.0, self._end - time.monotonic()))
         if not found:
-            raise TimeoutError(f"no address for {host} within the timeout")
+            raise _NoAddress(f"no address for {host} within the timeout")
         if isinstance(found[0], BaseException):
             raise found[0]
         return found[0]
