@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 
 from mnemosyne import InvalidInputError, Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
+from mnemosyne.core.context import Event
+from mnemosyne.core.context import windows as context_windows
 from mnemosyne.storage.sqlite.context_index import refresh_all_contexts
 
-DAY = 86_400.0
+HOUR = 3_600.0
+DAY = 24 * HOUR
 BASE = time.time() - 30 * DAY  # old enough for sleep to close every episode
 TEXTS = ("the invoice vendor is Globex", "payment terms are net thirty days", "private note about Bluebird",
          "the staging server runs on port 8443", "Globex sent a new quote")
@@ -135,6 +138,23 @@ def test_undo_refuses_when_a_summary_it_made_was_edited(agents):
     assert everything(db) == before
 
 
+def test_a_window_ends_where_its_session_fell_silent():
+    events = [Event(1, "a", "global", BASE), Event(2, "b", "session", BASE + 10),
+              Event(3, "c", "global", BASE + 20), Event(4, "d", "global", BASE + 20 + 2 * HOUR)]
+    assert context_windows(events) == {1: "a\nc", 2: "a\nb\nc", 3: "a\nc", 4: "d"}
+
+
+def test_a_neighbour_from_hours_later_makes_no_result(agents):
+    a, _, db = agents
+    a.remember("The staging server crashed after its disk filled up.", created_at=BASE)
+    a.remember("Lunch was pizza again.", created_at=BASE + 3 * HOUR)
+    a.remember("Restarted it with a bigger volume.", created_at=BASE + 60)  # recorded late, told at once
+    assert [m.content for m in a.recall("staging server crashed")] == [
+        "The staging server crashed after its disk filled up.", "Restarted it with a bigger volume."]
+    stored, rebuilt = windows(db)
+    assert stored == rebuilt
+
+
 OPS = st.one_of(
     st.tuples(st.just("remember"), st.sampled_from(["alice", "bob"]), st.sampled_from(["session", "global"]),
               st.sampled_from(range(len(TEXTS))), st.integers(0, 40), st.sampled_from([0.3, 0.95])),
@@ -157,10 +177,11 @@ def test_windows_always_equal_a_full_rebuild(tmp_path_factory, ops):
     try:
         for n, op in enumerate(ops):
             if op[0] == "remember":
-                _, session, scope, text, minute, importance = op
-                # Repeated texts let sleep merge (moving created_at) and promote recurring ones.
+                _, session, scope, text, step, importance = op
+                # Repeated texts let sleep merge (moving created_at) and promote recurring ones;
+                # 10-minute steps bring silences of over an hour, where windows end.
                 memory_id = sessions[session].remember(
-                    TEXTS[text], scope=scope, importance=importance, created_at=BASE + minute * 60)
+                    TEXTS[text], scope=scope, importance=importance, created_at=BASE + step * 600)
                 stored.append((memory_id, session))
             elif op[0] == "forget" and stored:
                 memory_id, session = stored.pop(op[1] % len(stored))

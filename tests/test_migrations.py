@@ -46,12 +46,13 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 
 
 @pytest.mark.parametrize(
-    ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14)]
+    ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
     # memory's words; schema_v3.db's release had also edited migration 2 after
-    # schema_v2.db's. v4 holds a sleep's summary, merges and a shared memory.
+    # schema_v2.db's. v4 and v5 hold a sleep's summary, merges and a shared memory;
+    # v5's context windows reach across days of silence.
     db = tmp_path / "old.db"
     shutil.copyfile(FIXTURES / fixture, db)
     for _ in range(2):  # the second open checks the migrations it recorded

@@ -9,6 +9,7 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.core.temporal import time_window
+from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2024, 3, 20, 15, 30, tzinfo=timezone.utc)  # a Wednesday
 
@@ -196,3 +197,16 @@ def test_a_weekday_in_the_query_favours_memories_from_that_day(tmp_path: Path):
                               allow_duplicate=True)
         assert mem.recall("what did the standup move last Friday", now=NOW)[0].id == friday
         assert mem.recall("what did the standup move on Monday", now=NOW)[0].id == monday
+
+
+@pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["words only", "with vectors"])
+def test_a_query_that_names_only_a_time_finds_what_happened_then(tmp_path: Path, embedder):
+    now = datetime(2026, 6, 10, 15, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember("The staging server ran out of disk space.", created_at=now - timedelta(days=1, hours=6))
+        mem.remember("Lunch was pizza again.", created_at=now - timedelta(days=1, hours=2))
+        mem.remember("We chose PostgreSQL for billing.", created_at=now - timedelta(days=5))
+        found = {m.content for m in mem.recall("what happened yesterday?", now=now)}
+        assert found == {"The staging server ran out of disk space.", "Lunch was pizza again."}
+        # The span meets the caller's own filters: here they leave nothing of it.
+        assert mem.recall("what happened yesterday?", now=now, since=now - timedelta(hours=1)) == []

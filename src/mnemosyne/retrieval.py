@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Iterable
 from datetime import timezone, tzinfo
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from . import background
 from .core import lexical
-from .core.context import WINDOW
+from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
 from .core.temporal import window_seconds
 from .core.timeutil import local_time
@@ -52,12 +53,19 @@ def search(
     redirect = filters.statuses == ("active",)
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
+    clock = local_time(now, zone)
+    window = window_seconds(query, clock)
+    # "What happened yesterday": yesterday's memories are candidates whatever their
+    # words, the nearest to the query by meaning first (the latest, without vectors).
+    during = _during(filters, window)
 
-    def by_meaning() -> tuple[np.ndarray | None, Neighbours]:
+    def by_meaning() -> tuple[np.ndarray | None, Neighbours, list[tuple[int, float]]]:
         query_vector = slot.embed([query])[0]
         if query_vector is None or slot.signature is None:
-            return None, Neighbours([], None)
-        return query_vector, store.search_vectors(query_vector, filters, depth, slot.signature, FIELD_RANK)
+            return None, Neighbours([], None), []
+        neighbours = store.search_vectors(query_vector, filters, depth, slot.signature, FIELD_RANK)
+        dated = [] if during is None else store.search_vectors(query_vector, during, depth, slot.signature).hits
+        return query_vector, neighbours, dated
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
@@ -83,7 +91,10 @@ def search(
             if (fallback := lexical.fts_fallback(terms, counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
-        query_vector, (dense_hits, field_similarity) = by_meaning() if dense_search is None else dense_search.result()
+        query_vector, (dense_hits, field_similarity), dated_hits = (
+            by_meaning() if dense_search is None else dense_search.result())
+        if during is not None and not dated_hits:  # no vectors there (yet): the latest
+            dated_hits = [(seq, 0.0) for seq in store.latest(during, depth)]
         # Similarities are stretched from what "not about this" scores, the same
         # whatever top_k asks for: the FIELD_RANK-th nearest neighbour, or the last
         # where there are fewer. Under MIN_CANDIDATES (counted before summaries stand
@@ -92,10 +103,11 @@ def search(
 
         if redirect:
             standing_for = store.representatives(
-                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters, terms
+                {seq for found in [*lexical_hits.values(), dense_hits, dated_hits] for seq, _ in found}, filters, terms
             )
             folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
             folded_dense = _redirected(dense_hits, standing_for)
+            dated_hits = _redirected(dated_hits, standing_for)
             # A sleep may have condensed many matches into one summary: they count for
             # it once, and may have filled a signal's list. The active memories ranked
             # below them are then searched for on their own, at the same depth (scores
@@ -109,11 +121,14 @@ def search(
                     [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature).hits]
                 )
             lexical_hits, dense_hits = folded, folded_dense
-        keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits}
+        dated = {seq for seq, _ in dated_hits}
+        if query_vector is not None:  # their similarities, beside those of the nearest overall
+            dense_hits = _best_per_key([*dense_hits, *dated_hits])
+        keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
         # hits mean the vector search just brought the index up to date for this model.
         dense_window_hits = (
-            store.window_similarities(query_vector, keys, weights.episode_gap_s)
+            store.window_similarities(query_vector, keys, MAX_GAP_S)
             if query_vector is not None and dense_hits
             else []
         )
@@ -135,15 +150,25 @@ def search(
             )
             for seq, row in facts.items()
         }
-        window = window_seconds(query, local_time(now, zone))
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field_similarity, top_k)
+                      stretch, field_similarity, top_k, dated)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
+
+
+def _during(filters: Filters, window: tuple[float, float] | None) -> Filters | None:
+    """``filters`` narrowed to the ``[start, end)`` span a query names; None when it
+    names none, or none that the filters leave open."""
+    if window is None:
+        return None
+    since = window[0] if filters.since is None else max(filters.since, window[0])
+    last = math.nextafter(window[1], -math.inf)  # ``until`` is inclusive
+    until = last if filters.until is None else min(filters.until, last)
+    return None if since > until else dataclasses.replace(filters, since=since, until=until)
 
 
 def _similarities_now(

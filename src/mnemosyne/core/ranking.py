@@ -11,7 +11,7 @@ with a time the query mentions, and past use then nudge the fused relevance.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -108,9 +108,11 @@ def fuse(
     stretch: bool = True,
     field: float | None = None,
     limit: int | None = None,
+    dated: Collection[int] = (),
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
-    ``candidates`` are skipped.
+    ``candidates`` are skipped. ``dated`` candidates were found in the span of time
+    the query names: they stay however far their meaning is.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -132,7 +134,7 @@ def fuse(
     # Nearest neighbours always exist; a memory found by meaning alone must be close.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
-    }
+    } - set(dated)
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical

@@ -72,7 +72,7 @@ def expected_contexts(conn: sqlite3.Connection) -> Iterator[dict[int, str]]:
             "ORDER BY created_at, seq",
             (session_id,),
         ).fetchall()
-        yield windows([Event(seq, content, scope) for seq, content, scope, _ in rows])  # any row factory
+        yield windows([Event(*row) for row in rows])  # any row factory
 
 
 def _windows_near(
@@ -102,7 +102,7 @@ def _windows_near(
     ).fetchall()
     rows = before + middle + after
     near = rows[max(0, len(before) - RADIUS) : len(before) + len(middle) + RADIUS]
-    texts = windows([Event(row["seq"], row["content"], row["scope"]) for row in rows])
+    texts = windows([Event(row["seq"], row["content"], row["scope"], row["created_at"]) for row in rows])
     return {row["seq"]: texts[row["seq"]] for row in near if (row["scope"] == "global") == globals_only}, middle
 
 

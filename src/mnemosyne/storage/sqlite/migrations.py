@@ -159,7 +159,7 @@ END;
 def _rebuild_contexts(conn: sqlite3.Connection) -> None:
     # Schema 2 indexes the windows of memories already stored. Schema 4 rebuilds them:
     # earlier releases kept a forgotten memory's words, and a promoted memory's
-    # private neighbours, in other memories' windows.
+    # private neighbours, in other memories' windows. Schema 6 ends them at a silence.
     from .context_index import refresh_all_contexts
 
     refresh_all_contexts(conn)
@@ -252,6 +252,12 @@ END;
 """
 
 
+_V6_CONTEXT_WITHIN_AN_EPISODE = """
+-- An episode context window ends where its session fell silent for over an hour
+-- (core/context.py): every window is rebuilt by the data step.
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
     Migration(
@@ -261,6 +267,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
     Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts),
     Migration(5, "text indexed by the insert", _V5_TEXT_INDEXED_BY_THE_INSERT),
+    Migration(6, "context within an episode", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -639,6 +639,16 @@ class SQLiteStore(VectorRows):
             rows = select_in(conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list(seqs))
         return {int(seq): str(content) for seq, content in rows}
 
+    def latest(self, filters: Filters, limit: int) -> list[int]:
+        """The seqs of the ``limit`` latest memories passing ``filters``, newest first."""
+        where, params = filter_sql(filters, alias="m")
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT seq FROM memories AS m WHERE {where} ORDER BY created_at DESC, seq DESC LIMIT ?",
+                [*params, limit],
+            )
+            return [seq for (seq,) in rows]
+
     def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]:
         """The memories at ``seqs`` that still pass ``filters``.
 
