@@ -68,7 +68,7 @@ def test_times_outside_years_1_to_9999_are_refused(mem: Mnemosyne, tmp_path: Pat
 
 def test_the_first_and_last_days_a_datetime_holds_are_accepted(mem: Mnemosyne):
     first = mem.remember("the first day", created_at="0001-01-01T00:00:00Z")
-    last = mem.remember("the last day", created_at="9999-12-31T23:59:59Z", valid_until="9999-12-31")
+    last = mem.remember("the last day", created_at="9999-12-31T23:59:59Z", valid_until="9999-12-31T23:59:59.5Z")
     assert mem.get(first).created_at == datetime(1, 1, 1, tzinfo=timezone.utc)
     assert mem.get(last).created_at == datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
     assert len(mem.timeline()) == 3
@@ -91,6 +91,43 @@ def test_import_refuses_out_of_range_times_and_imports_nothing(mem: Mnemosyne, t
     with pytest.raises(InvalidInputError, match=f"huge.jsonl:2: {field}=1e\\+20 is outside"):
         mem.import_jsonl(path)
     assert_still_readable(mem, tmp_path)
+
+
+# -- a memory that stops being true before it happened ----------------------------------
+
+@pytest.mark.parametrize("valid_until", ["2026-06-01", "2026-06-10"])  # before, and at, created_at
+@pytest.mark.parametrize("many", [False, True], ids=["remember", "remember_many"])
+def test_a_valid_until_not_after_created_at_is_refused(mem: Mnemosyne, valid_until: str, many: bool):
+    fields = {"content": "the door code is 4411", "created_at": "2026-06-10", "valid_until": valid_until}
+    with pytest.raises(InvalidInputError, match="valid_until 2026-06-.* is not after created_at 2026-06-10"):
+        mem.remember_many(["a fine item", fields]) if many else mem.remember(**fields)
+    assert contents(mem) == ["existing memory about the deploy"]
+
+
+def test_a_valid_until_already_past_needs_the_created_at_it_follows(mem: Mnemosyne):
+    with pytest.raises(InvalidInputError, match=r"\(now: created_at was not given\)"):
+        mem.remember("the spring discount code is KESTREL10", valid_until="2020-05-01")
+    # Said when it happened, a memory that has since stopped being true is history.
+    offer = mem.remember("the spring discount code is KESTREL10", created_at="2020-03-01",
+                         valid_until="2020-05-01")
+    assert offer not in [m.id for m in mem.recall("discount code")]
+    assert offer in [m.id for m in mem.recall("discount code", now="2020-04-01")]
+
+
+def test_import_keeps_memories_earlier_releases_stored_expiring_before_they_happened(
+    mem: Mnemosyne, tmp_path: Path
+):
+    # Earlier releases took such memories; an export of them must still move whole.
+    line = {
+        "id": "0190aaaa-0000-7000-8000-000000000003", "content": "old door code 1234", "source": "import",
+        "importance": 0.4, "scope": "session", "session_id": "s",
+        "created_at": "2026-06-10T00:00:00+00:00", "recorded_at": "2026-06-10T00:00:00+00:00",
+        "valid_until": "2026-06-01T00:00:00+00:00",
+    }
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    assert mem.import_jsonl(path) == 1
+    assert mem.get(line["id"]).valid_until == datetime(2026, 6, 1, tzinfo=timezone.utc)
 
 
 # -- remember_many given one item instead of a list ------------------------------------

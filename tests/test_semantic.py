@@ -418,7 +418,8 @@ def vectors_in(db: Path, dimension: int | None = None) -> int:
 
 def test_memories_past_valid_until_are_hidden_but_kept(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder(64)) as mem:
-        offer = mem.remember("the spring discount code is KESTREL10", valid_until=NOW - timedelta(days=1))
+        offer = mem.remember("the spring discount code is KESTREL10", created_at=NOW - timedelta(days=7),
+                            valid_until=NOW - timedelta(days=1))
         mem.remember("the summer discount code is QUOKKA20")
         assert [m.content for m in mem.recall("discount code", now=NOW)] == [
             "the summer discount code is QUOKKA20"]

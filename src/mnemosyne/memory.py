@@ -21,7 +21,15 @@ from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
 from .core.fingerprint import content_hash
 from .core.ids import new_id
 from .core.signature import same_embedder
-from .core.timeutil import TimeLike, from_timestamp, now, optional_timestamp, time_range, zone_of
+from .core.timeutil import (
+    TimeLike,
+    check_valid_until,
+    from_timestamp,
+    now,
+    optional_timestamp,
+    time_range,
+    zone_of,
+)
 from .core.validation import (
     check_content,
     check_flag,
@@ -524,6 +532,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         content = check_content(content)
         recorded_at = now()
         created = optional_timestamp(created_at, "created_at")
+        happened = recorded_at if created is None else created
         if idempotency_key is not None:
             check_label(idempotency_key, "idempotency_key")
         check_flag(allow_duplicate, "allow_duplicate")
@@ -536,9 +545,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             source=check_label(source, "source"),
             importance=check_importance(importance),
             metadata=check_metadata(metadata),
-            created_at=recorded_at if created is None else created,
+            created_at=happened,
             recorded_at=recorded_at,
-            valid_until=optional_timestamp(valid_until, "valid_until"),
+            valid_until=check_valid_until(valid_until, happened, created_given=created is not None),
             idempotency_key=idempotency_key,
             dedupe_since=dedupe_since(recorded_at, self.dedupe_window, allow_duplicate),
             episode_id=self._episode_for_new_memory(),

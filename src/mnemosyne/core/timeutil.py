@@ -108,6 +108,22 @@ def optional_timestamp(value: TimeLike | None, name: str) -> float | None:
     return None if value is None else to_timestamp(value, name)
 
 
+def check_valid_until(valid_until: TimeLike | None, created_at: float, *, created_given: bool) -> float | None:
+    """``valid_until`` as Unix seconds, refused unless it is later than ``created_at``:
+    a memory that stops being true before it happened would never be recalled."""
+    until = optional_timestamp(valid_until, "valid_until")
+    if until is not None and until <= created_at:
+        happened = from_timestamp(created_at).isoformat()
+        if not created_given:
+            happened += " (now: created_at was not given)"
+        raise InvalidInputError(
+            f"valid_until {from_timestamp(until).isoformat()} is not after created_at {happened}: the "
+            "memory would stop being true before it happened and never be recalled; give a later "
+            "valid_until, or the created_at when it happened"
+        )
+    return until
+
+
 # Times are returned as datetimes, to the microsecond, but stored to the float's
 # precision. A bound is widened by half a microsecond so that a memory's own
 # ``created_at``, given back as ``since`` or ``until``, includes it.
