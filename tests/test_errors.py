@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
 
-from mnemosyne import InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError, SchemaVersionError
+from mnemosyne import (
+    InvalidInputError,
+    MissingDependencyError,
+    Mnemosyne,
+    MnemosyneError,
+    NotADatabaseError,
+    SchemaVersionError,
+)
 
 
 def fingerprint(path: Path) -> str:
@@ -122,3 +130,15 @@ def test_an_error_does_not_echo_a_megabyte_of_input(tmp_path: Path):
             with pytest.raises(MnemosyneError) as info:
                 call()
             assert len(str(info.value)) < 500 and "1000000 characters" in str(info.value)
+
+
+def test_the_sentence_transformers_embedder_names_the_package_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # No extra of ours holds it (one would pull torch): the hint names the package itself.
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # its import fails, as when missing
+    with pytest.raises(MissingDependencyError) as caught:
+        Mnemosyne(db_path=tmp_path / "m.db", embedder="sentence-transformers:all-MiniLM-L6-v2")
+    assert str(caught.value).endswith("needs the 'sentence-transformers' package: pip install sentence-transformers")
+    assert caught.value.package == "sentence-transformers" and caught.value.extra is None
+    assert not (tmp_path / "m.db").exists()

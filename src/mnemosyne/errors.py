@@ -13,7 +13,7 @@
     ├── BackupError                              a backup could not be made, verified or restored
     ├── EmbedderError                            the embedding model failed or does not match
     │   └── EmbedderMismatchError                the database was built with another embedder
-    ├── MissingDependencyError (also ImportError) an optional extra is not installed
+    ├── MissingDependencyError (also ImportError) an optional extra or package is not installed
     └── LeaseHeldError                           another process holds the sleep lease
 
 Each class has a stable ``code`` so the CLI and the MCP server can report errors
@@ -153,16 +153,19 @@ class EmbedderMismatchError(EmbedderError):
 
 
 class MissingDependencyError(MnemosyneError, ImportError):
-    """An optional feature needs an extra that is not installed."""
+    """An optional feature needs an extra (or, outside every extra, a package) that is
+    not installed. ``extra`` is None when the fix is a package of its own."""
 
     code = "missing_dependency"
 
-    def __init__(self, feature: str, extra: str) -> None:
+    def __init__(self, feature: str, extra: str | None = None, *, package: str | None = None) -> None:
         self.extra = extra
-        super().__init__(
-            f"{feature} needs the '{extra}' extra: "
-            f"pip install 'mnemosyne-agent-memory[{extra}]'"
-        )
+        self.package = package
+        if extra is not None:
+            needed = f"the '{extra}' extra: pip install 'mnemosyne-agent-memory[{extra}]'"
+        else:
+            needed = f"the '{package}' package: pip install {package}"
+        super().__init__(f"{feature} needs {needed}")
 
 
 class LeaseHeldError(MnemosyneError):

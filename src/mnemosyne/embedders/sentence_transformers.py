@@ -25,7 +25,10 @@ class SentenceTransformerEmbedder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise MissingDependencyError("the sentence-transformers embedder", "sentence-transformers") from exc
+            # No extra of ours: it would pull torch, gigabytes, into every install that named it.
+            raise MissingDependencyError(
+                "the sentence-transformers embedder", package="sentence-transformers"
+            ) from exc
         try:
             self._model = SentenceTransformer(model, device="cpu")
         except Exception as exc:  # the library raises many unrelated types
