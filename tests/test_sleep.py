@@ -348,6 +348,17 @@ def test_closing_during_an_auto_sleep_stops_it_and_frees_the_lease(tmp_path: Pat
         assert other.sleep().summaries == 3  # and left no lease behind
 
 
+def test_a_dry_run_says_what_a_run_would_do_and_that_it_changed_no_row(tmp_path: Path):
+    with Mnemosyne(session_id="default", db_path=tmp_path / "m.db") as mem:
+        fill(mem)
+        before = rows(tmp_path / "m.db")
+        dry = mem.sleep(dry_run=True)
+        assert dry.dry_run and dry.summaries == 3 and dry.summarised == 18
+        assert dry.changed_rows == 0 and dry.active_after == dry.active_before == 18
+        assert rows(tmp_path / "m.db") == before
+        assert mem.sleep().changed_rows > 0  # the rows the plan named change only now
+
+
 def test_cli_sleep_undo_and_stats(tmp_path: Path):
     db = tmp_path / "cli.db"
     with Mnemosyne(session_id="default", db_path=db) as mem:
@@ -358,7 +369,7 @@ def test_cli_sleep_undo_and_stats(tmp_path: Path):
                               capture_output=True, text=True, timeout=60)
 
     dry = json.loads(cli("sleep", "--dry-run", "--json").stdout)
-    assert dry["dry_run"] and dry["summaries"] == 3 and dry["active_after"] == 18
+    assert dry["dry_run"] and dry["summaries"] == 3 and dry["active_after"] == 18 and dry["changed_rows"] == 0
     report = json.loads(cli("sleep", "--json").stdout)
     assert report["active_before"] == 18 and report["active_after"] == 3 and report["summaries"] == 3
     human = cli("stats")

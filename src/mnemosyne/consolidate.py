@@ -91,9 +91,10 @@ def run_sleep(
             counts = _counts(plan)
             run_id = new_id()
             if dry_run:
+                # The rule counts say what a real run would do; the fields about the
+                # database itself (active_after, changed_rows) say what it is: untouched.
                 active = sleeper.count_active()
-                changed = len(plan.updates) + len(plan.created)
-                return _report(run_id, started, counts, active, active, changed, 0, dry_run=True)
+                return _report(run_id, started, counts, active, active, 0, 0, dry_run=True)
             contents: dict[str, str] = {}
             fallbacks = 0
             if summariser is not None and any(new.kind == "summary" for new in plan.created):

@@ -160,6 +160,9 @@ class SleepReport:
 
     ``changed_rows`` counts memory rows inserted or updated: 0 means the database's
     memories are exactly as before (a second sleep with no new data reports 0).
+    A ``dry_run`` report counts what a real run would do (``merged``, ``summaries``,
+    ...), but changed nothing: ``changed_rows`` is 0 and ``active_after`` is
+    ``active_before``.
     """
 
     id: str
