@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import InvalidInputError, Memory, MemoryNotFoundError, Mnemosyne
+from mnemosyne.memory import default_db_path
 
 
 @pytest.fixture
@@ -173,6 +174,21 @@ def test_an_in_memory_database_is_refused():
     # Each SQLite connection to ":memory:" is a separate, empty database.
     with pytest.raises(InvalidInputError, match="temporary folder"):
         Mnemosyne(db_path=":memory:")
+
+
+@pytest.mark.parametrize("data_home", [None, "", "relative/data", "~/data"])
+def test_a_relative_or_unset_xdg_data_home_means_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_home: str | None
+):
+    monkeypatch.delenv("MNEMOSYNE_DB", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if data_home is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", data_home)
+    assert default_db_path() == tmp_path / "home" / ".local" / "share" / "mnemosyne" / "memories.db"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_db_path() == tmp_path / "data" / "mnemosyne" / "memories.db"
 
 
 def test_default_path_comes_from_the_environment(tmp_path: Path):

@@ -63,12 +63,16 @@ T = TypeVar("T")
 
 def default_db_path() -> Path:
     """``$MNEMOSYNE_DB``, else ``$XDG_DATA_HOME/mnemosyne/memories.db``
-    (``~/.local/share/mnemosyne/memories.db`` when XDG_DATA_HOME is unset)."""
+    (``~/.local/share/mnemosyne/memories.db`` when XDG_DATA_HOME is unset or relative)."""
     explicit = os.environ.get(DB_ENV_VAR)
     if explicit:
         return expand_user(explicit, DB_ENV_VAR)
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "mnemosyne" / "memories.db"
+    # The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored: it
+    # would put the database wherever the command happens to run.
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or "")
+    if not data_home.is_absolute():
+        data_home = Path.home() / ".local" / "share"
+    return data_home / "mnemosyne" / "memories.db"
 
 
 class Mnemosyne(EpisodicMixin, SleepMixin):
