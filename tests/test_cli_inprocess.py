@@ -112,6 +112,17 @@ def test_quiet_keeps_results_and_drops_confirmations(capsys, db, tmp_path):
     assert json.loads(out)["imported"] == 0  # --json output is a result, even with --quiet
 
 
+@pytest.mark.parametrize(("command", "stream"), [("export", "/dev/stdout"), ("import", "/dev/stdin")])
+def test_a_dash_for_a_path_is_refused_and_names_the_stream(capsys, db, tmp_path, monkeypatch, command, stream):
+    monkeypatch.chdir(tmp_path)
+    Mnemosyne(db_path=db, embedder="none").close()
+    code, out, err = run(capsys, command, "-", "--db", db, "--json")
+    assert (code, out) == (EXIT_BAD_INPUT, "")
+    error = json.loads(err)["error"]
+    assert error["code"] == "invalid_input" and f"give {stream}" in error["message"] and "./-" in error["message"]
+    assert not (tmp_path / "-").exists()
+
+
 def cli_process(*argv: str, stderr: int | None = subprocess.PIPE, cwd: Path | None = None):
     return subprocess.Popen([sys.executable, "-m", "mnemosyne", *argv], stdout=subprocess.PIPE,
                             stderr=stderr, cwd=cwd)

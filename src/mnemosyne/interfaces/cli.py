@@ -296,6 +296,7 @@ def _export(args: argparse.Namespace) -> None:
     from ..transfer import is_stream
     from .progress import ProgressBar
 
+    _refuse_dash(args.path, "/dev/stdout", "write the export there")
     with ProgressBar("exporting", quiet=args.quiet) as bar:
         count = _open(args).export_jsonl(args.path, progress=bar)
     if is_stream(expand_user(args.path, "path")):
@@ -312,6 +313,7 @@ def _import(args: argparse.Namespace) -> None:
     from ..transfer import read_jsonl
     from .progress import ProgressBar
 
+    _refuse_dash(args.path, "/dev/stdin", "read an export from there")
     # Read and checked whole before the database is opened, or created: a bad file
     # creates no database. Read once, as a pipe can be.
     export = read_jsonl(expand_user(args.path, "path"))
@@ -409,6 +411,15 @@ def _db_path(args: argparse.Namespace) -> str:
 
         raise InvalidInputError("--db is empty; give the database file's path")
     return str(args.db)
+
+
+def _refuse_dash(path: str, stream: str, use: str) -> None:
+    """Refuse ``-`` as a path: many tools read it as standard input or output, so a
+    file of that name would surprise; the stream has a name of its own."""
+    if path == "-":
+        from .. import InvalidInputError
+
+        raise InvalidInputError(f"'-' is not a stream here: give {stream} to {use}, or ./- for a file named '-'")
 
 
 def _json_object(text: str) -> dict[str, Any]:
