@@ -123,6 +123,16 @@ def test_a_dash_for_a_path_is_refused_and_names_the_stream(capsys, db, tmp_path,
     assert not (tmp_path / "-").exists()
 
 
+def test_the_timeline_table_has_no_score_column_and_recall_has_one(capsys, db):
+    run(capsys, "remember", "the deploy finished", "--db", db)
+    code, out, _ = run(capsys, "timeline", "--db", db)
+    header, event = out.splitlines()
+    assert code == EXIT_OK and header.split() == ["created", "scope", "source", "id", "content"]
+    assert event.endswith("the deploy finished")
+    code, out, _ = run(capsys, "recall", "deploy", "--db", db)
+    assert out.splitlines()[0].split() == ["score", "created", "scope", "source", "id", "content"]
+
+
 def cli_process(*argv: str, stderr: int | None = subprocess.PIPE, cwd: Path | None = None):
     return subprocess.Popen([sys.executable, "-m", "mnemosyne", *argv], stdout=subprocess.PIPE,
                             stderr=stderr, cwd=cwd)

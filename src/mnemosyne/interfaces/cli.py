@@ -363,7 +363,7 @@ def _timeline(args: argparse.Namespace) -> None:
     check_limit(args.limit)  # before the database is opened, or created
     time_range(args.since, args.until)
     events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
-    _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events))
+    _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events, scored=False))
 
 
 def _episodes(args: argparse.Namespace) -> None:
@@ -464,16 +464,18 @@ def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | N
     return code
 
 
-def _print_memories(memories: Sequence[Any]) -> None:
+def _print_memories(memories: Sequence[Any], scored: bool = True) -> None:
+    """A table of memories; ``scored`` for recall results (a timeline ranks nothing)."""
     if not memories:
         print("no memories found")
         return
-    rows = [
-        (f"{m.score:.3f}" if m.score is not None else "", m.created_at.strftime("%Y-%m-%d %H:%M"),
-         m.scope, m.source, m.id, m.content)
-        for m in memories
-    ]
-    _print_table(("score", "created", "scope", "source", "id", "content"), rows)
+    header = ["created", "scope", "source", "id", "content"]
+
+    def row(m: Any) -> list[str]:
+        cells = [m.created_at.strftime("%Y-%m-%d %H:%M"), m.scope, m.source, m.id, m.content]
+        return [f"{m.score:.3f}" if m.score is not None else "", *cells] if scored else cells
+
+    _print_table(["score", *header] if scored else header, [row(m) for m in memories])
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
