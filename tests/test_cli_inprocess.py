@@ -133,6 +133,15 @@ def test_the_timeline_table_has_no_score_column_and_recall_has_one(capsys, db):
     assert out.splitlines()[0].split() == ["score", "created", "scope", "source", "id", "content"]
 
 
+@pytest.mark.parametrize("limit", ["0", "1000001"])
+def test_a_limit_out_of_range_says_what_the_flag_takes(capsys, db, limit):
+    Mnemosyne(db_path=db, embedder="none").close()
+    code, out, err = run(capsys, "timeline", "--limit", limit, "--db", db, "--json")
+    assert (code, out) == (EXIT_BAD_INPUT, "")
+    message = json.loads(err)["error"]["message"]
+    assert message == f"--limit must be an integer from 1 to 1_000_000, got {limit}"  # not Python's None
+
+
 def cli_process(*argv: str, stderr: int | None = subprocess.PIPE, cwd: Path | None = None):
     return subprocess.Popen([sys.executable, "-m", "mnemosyne", *argv], stdout=subprocess.PIPE,
                             stderr=stderr, cwd=cwd)

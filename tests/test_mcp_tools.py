@@ -40,6 +40,13 @@ def test_remember_and_recall_through_the_table(sessions: Sessions):
     assert found["memories"][0]["metadata"] == {"ticket": 4}
 
 
+@pytest.mark.parametrize("limit", [0, 1_000_001])
+def test_a_timeline_limit_out_of_range_says_what_the_tool_takes(sessions: Sessions, limit: int):
+    with pytest.raises(InvalidInputError) as caught:
+        call_tool(sessions, "timeline", {"limit": limit})
+    assert str(caught.value) == f"limit must be an integer from 1 to 1_000_000, got {limit}"  # not "None"
+
+
 def test_numbers_from_numpy_are_numbers_and_its_bools_are_not(sessions: Sessions):
     stored = call_tool(sessions, "remember", {"content": "Font is Inter", "importance": np.float32(0.75)})
     found = call_tool(sessions, "recall", {"query": "font", "top_k": np.int64(3)})

@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("timeline", _timeline, "print a session's events in the order they happened")
     sub.add_argument("--since", help="ISO 8601 start")
     sub.add_argument("--until", help="ISO 8601 end")
-    sub.add_argument("--limit", type=int, default=100, help="at most this many events (default: %(default)s)")
+    sub.add_argument("--limit", type=int, default=100,
+                     help="at most this many events, 1 to 1000000 (default: %(default)s)")
 
     command("episodes", _episodes, "list a session's episodes with their size and summary")
 
@@ -358,9 +359,11 @@ def _reembed(args: argparse.Namespace) -> None:
 
 def _timeline(args: argparse.Namespace) -> None:
     from ..core.timeutil import time_range
-    from ..core.validation import check_limit
+    from ..core.validation import MAX_LIMIT, check_whole
 
-    check_limit(args.limit)  # before the database is opened, or created
+    # Before the database is opened, or created; in the flag's words (the API's "None
+    # for every event" is no value a command line can pass).
+    check_whole(args.limit, "--limit", 1, MAX_LIMIT)
     time_range(args.since, args.until)
     events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events, scored=False))

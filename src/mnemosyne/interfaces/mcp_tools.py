@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
-from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, expand_user, is_real, whole_number
+from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, check_whole, expand_user, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 from mnemosyne.storage.sqlite.connection import file_identity
 
@@ -188,7 +188,9 @@ def _forget(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
 
 
 def _timeline(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
-    events = mem.timeline(since=args.get("since"), until=args.get("until"), limit=args.get("limit", 100))
+    # Checked here: the API's "None for every event" means the default (100) to a tool.
+    limit = check_whole(args.get("limit", 100), "limit", 1, MAX_LIMIT)
+    events = mem.timeline(since=args.get("since"), until=args.get("until"), limit=limit)
     return {"count": len(events), "memories": [m.to_dict() for m in events]}
 
 
