@@ -142,6 +142,18 @@ def test_a_limit_out_of_range_says_what_the_flag_takes(capsys, db, limit):
     assert message == f"--limit must be an integer from 1 to 1_000_000, got {limit}"  # not Python's None
 
 
+@pytest.mark.parametrize("command", [["get"], ["update", "--importance", "0.9"]])
+def test_one_memory_is_printed_without_the_fields_only_recall_sets(capsys, db, command):
+    code, out, _ = run(capsys, "remember", "the deploy finished", "--db", db)
+    memory_id = out.strip()
+    code, out, _ = run(capsys, command[0], memory_id, *command[1:], "--db", db)
+    fields = [line.split()[0] for line in out.splitlines()]
+    assert code == EXIT_OK and fields[:2] == ["id", "content"] and "status" in fields
+    assert not {"score", "explanation", "context"} & set(fields)
+    code, out, _ = run(capsys, "get", memory_id, "--db", db, "--json")
+    assert json.loads(out)["score"] is None  # --json keeps the Memory's every field
+
+
 def cli_process(*argv: str, stderr: int | None = subprocess.PIPE, cwd: Path | None = None):
     return subprocess.Popen([sys.executable, "-m", "mnemosyne", *argv], stdout=subprocess.PIPE,
                             stderr=stderr, cwd=cwd)

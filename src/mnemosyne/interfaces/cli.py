@@ -238,7 +238,7 @@ def _get(args: argparse.Namespace) -> None:
     memory = _open(args).get(args.id)
     if memory is None:
         raise MemoryNotFoundError(args.id, args.session)
-    _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
+    _emit(args, memory.to_dict(), lambda: _print_memory(memory))
 
 
 def _update(args: argparse.Namespace) -> None:
@@ -249,7 +249,7 @@ def _update(args: argparse.Namespace) -> None:
     memory = _open(args).update(
         args.id, content=args.content, importance=args.importance, metadata=args.metadata
     )
-    _emit(args, memory.to_dict(), lambda: _print_record(memory.to_dict()))
+    _emit(args, memory.to_dict(), lambda: _print_memory(memory))
 
 
 def _forget(args: argparse.Namespace) -> None:
@@ -508,6 +508,15 @@ def _print_report(report: Any) -> None:
     if report.repaired:
         print(f"rebuilt {', '.join(report.repaired)} (backup first: {report.backup_path})")
     print("healthy" if report.ok else f"{len(report.problems)} problem(s) found")
+
+
+# Set on recall results only: for one memory read by id they would print as None and [].
+_RECALL_ONLY = ("score", "explanation", "context")
+
+
+def _print_memory(memory: Any) -> None:
+    """One memory, field by field (its --json form keeps every field, as recall's does)."""
+    _print_record({k: v for k, v in memory.to_dict().items() if k not in _RECALL_ONLY})
 
 
 def _print_record(record: dict[str, Any]) -> None:
