@@ -17,6 +17,7 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.interfaces.cli import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_NOT_FOUND, EXIT_OK, main
+from mnemosyne.testing import HashEmbedder
 
 
 @pytest.fixture
@@ -99,6 +100,18 @@ def test_storage_failure_is_exit_3_with_a_json_error(capsys, tmp_path):
     error = json.loads(err)["error"]
     assert error["code"] == "not_a_database" and "notes.db" in error["message"]
     assert "Traceback" not in err
+
+
+def test_an_embedder_other_than_the_recorded_one_is_exit_3_and_names_the_fix(capsys, db, monkeypatch):
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
+        mem.remember("made with the hash model")
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER_URL", "http://127.0.0.1:9/v1")  # never asked: refused first
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER", "openai:another-model")
+    code, out, err = run(capsys, "recall", "hash", "--db", db, "--json")
+    assert (code, out) == (EXIT_FAILURE, "")
+    error = json.loads(err)["error"]
+    assert error["code"] == "embedder_mismatch"
+    assert "mnemosyne reembed --embedder openai:another-model" in error["message"]
 
 
 def test_quiet_keeps_results_and_drops_confirmations(capsys, db, tmp_path):

@@ -2,8 +2,10 @@
 
 Each command parses its arguments, calls one public method and prints the result,
 as a readable table or, with ``--json``, as JSON. Exit codes scripts can trust:
-0 ok, 1 not found, 2 bad input, 3 storage or backup failure, 130 interrupted
-(Ctrl-C), 141 the reader of the output went away (``| head``).
+0 ok, 1 not found, 2 bad input (an ``InvalidInputError``), 3 any other failure
+(storage, backup, the embedder, including one other than the database recorded,
+a missing extra), 130 interrupted (Ctrl-C), 141 the reader of the output went
+away (``| head``).
 """
 
 from __future__ import annotations
