@@ -64,8 +64,11 @@ async def exercise(client: Client) -> None:
 
 def test_stdio_tools_errors_and_session_isolation(tmp_path: Path):
     db = tmp_path / "memories.db"
+    # This process's environment (the client passes on only a few variables by itself): the
+    # server must run the code under test, wherever PYTHONPATH points.
     params = StdioServerParameters(
-        command=sys.executable, args=server_command(db, "--session", "planner"), cwd=str(tmp_path)
+        command=sys.executable, args=server_command(db, "--session", "planner"), cwd=str(tmp_path),
+        env=os.environ.copy(),
     )
 
     async def main() -> None:
@@ -105,6 +108,20 @@ def test_stdio_tools_errors_and_session_isolation(tmp_path: Path):
                 backup = await call(client, "backup")
                 assert backup["memory_count"] == 3
                 assert Path(backup["backup_path"]).parent == tmp_path / "backups"
+
+                # A retried write with its key is stored once; a recall can bring each hit's
+                # neighbouring events along.
+                first = await call(client, "remember", content="Failover started.", idempotency_key="fo-1",
+                                   session_id="oncall", created_at="2026-01-05T09:00:00Z")
+                again = await call(client, "remember", content="Failover started.", idempotency_key="fo-1",
+                                   session_id="oncall", created_at="2026-01-05T09:00:00Z")
+                assert again["id"] == first["id"]
+                await call(client, "remember", content="Traffic moved to the standby region.",
+                           session_id="oncall", created_at="2026-01-05T09:05:00Z")
+                hit = (await call(client, "recall", query="failover", top_k=1, context=1,
+                                  session_id="oncall"))["memories"][0]
+                assert hit["id"] == first["id"]
+                assert [event["content"] for event in hit["context"]] == ["Traffic moved to the standby region."]
 
     anyio.run(main)
 

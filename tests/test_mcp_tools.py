@@ -47,6 +47,24 @@ def test_a_timeline_limit_out_of_range_says_what_the_tool_takes(sessions: Sessio
     assert str(caught.value) == f"limit must be an integer from 1 to 1_000_000, got {limit}"  # not "None"
 
 
+def test_remember_takes_an_idempotency_key_and_recall_a_context(sessions: Sessions):
+    stored = call_tool(sessions, "remember", {"content": "Failover started.", "idempotency_key": "fo-1",
+                                              "created_at": "2026-01-05T09:00:00Z"})
+    retried = call_tool(sessions, "remember", {"content": "Failover started.", "idempotency_key": "fo-1",
+                                               "created_at": "2026-01-05T09:00:00Z"})
+    assert retried["id"] == stored["id"]
+    with pytest.raises(InvalidInputError, match="idempotency_key"):
+        call_tool(sessions, "remember", {"content": "Something else.", "idempotency_key": "fo-1"})
+    for minute, text in [(1, "Traffic moved to the standby region."), (2, "Failover finished.")]:
+        call_tool(sessions, "remember", {"content": text, "created_at": f"2026-01-05T09:0{minute}:00Z"})
+    [hit] = call_tool(sessions, "recall", {"query": "failover started", "top_k": 1, "context": 2})["memories"]
+    assert hit["id"] == stored["id"]
+    assert [e["content"] for e in hit["context"]] == ["Traffic moved to the standby region.", "Failover finished."]
+    assert call_tool(sessions, "recall", {"query": "failover started", "top_k": 1})["memories"][0]["context"] == []
+    with pytest.raises(InvalidInputError, match="context must be an integer from 0 to 50"):
+        call_tool(sessions, "recall", {"query": "failover", "context": 51})
+
+
 def test_numbers_from_numpy_are_numbers_and_its_bools_are_not(sessions: Sessions):
     stored = call_tool(sessions, "remember", {"content": "Font is Inter", "importance": np.float32(0.75)})
     found = call_tool(sessions, "recall", {"query": "font", "top_k": np.int64(3)})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnemosyne.interfaces.cli import build_parser
+from mnemosyne.interfaces.mcp_tools import TOOLS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"<!-- test: (?P<marker>[^>]*?) -->\s*\n```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
@@ -89,3 +90,12 @@ def test_mcp_configuration_blocks_start_the_server_they_name():
             assert args.run.__name__ == "_mcp" and args.db and args.session
         else:
             assert re.fullmatch(r"http://127\.0\.0\.1:\d+/mcp", server["url"])
+
+
+def test_the_mcp_tool_table_names_every_tool_and_each_of_its_arguments():
+    section = README.read_text(encoding="utf-8").split("\n## MCP")[1].split("\n## ")[0]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", section, flags=re.M))
+    assert set(rows) == {spec.name for spec in TOOLS}
+    for spec in TOOLS:
+        for argument in spec.properties:
+            assert f"`{argument}`" in rows[spec.name], f"the README's {spec.name} row omits `{argument}`"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .core.episodes import AUTO_PREFIX, split_episodes
 from .core.ids import new_id
 from .core.timeutil import TimeLike, from_timestamp, now, time_range
-from .core.validation import check_label, check_limit, check_seconds, check_session_id, check_whole
+from .core.validation import MAX_CONTEXT, check_label, check_limit, check_seconds, check_session_id, check_whole
 from .errors import MnemosyneError
 from .models import Episode, Memory
 from .storage.sqlite.episodic import EpisodicStore, Event
@@ -170,7 +170,7 @@ class EpisodicMixin:
 
     @staticmethod
     def _check_context(context: object) -> int:
-        return check_whole(context, "context", 0, 50)
+        return check_whole(context, "context", 0, MAX_CONTEXT)
 
 
 def _summarised_episodes(rows: list[Event], summaries: dict[str, Memory]) -> dict[str, str]:

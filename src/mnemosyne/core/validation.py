@@ -20,6 +20,9 @@ MAX_TOP_K = 10_000
 # timeline(limit=None) returns every event; a number above this is almost surely a
 # mistake (and above 2**63 SQLite cannot take it at all).
 MAX_LIMIT = 1_000_000
+# recall(context=N) attaches N events either side of each hit; past this it is no
+# longer a hit's surroundings but a timeline (which has its own call).
+MAX_CONTEXT = 50
 # Far beyond any real use, and well inside what JSON parsing (and a later export and
 # import) can take: near a thousand levels, Python's recursion limit breaks them.
 MAX_METADATA_DEPTH = 100

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne, StorageError
-from mnemosyne.core.validation import MAX_LIMIT, MAX_TOP_K, check_whole, expand_user, is_real, whole_number
+from mnemosyne.core.validation import MAX_CONTEXT, MAX_LIMIT, MAX_TOP_K, check_whole, expand_user, is_real, whole_number
 from mnemosyne.dr.recovery import MANIFEST_SUFFIX, create_backup, manifest_path
 from mnemosyne.storage.sqlite.connection import file_identity
 
@@ -290,6 +290,14 @@ TOOLS: tuple[ToolSpec, ...] = (
             "metadata": METADATA,
             "created_at": {"type": "string", "description": f"When it happened (default: now). {TIME}"},
             "valid_until": {"type": "string", "description": f"Stop recalling it after this time. {TIME}"},
+            "idempotency_key": {
+                "type": "string",
+                "description": (
+                    "A name for this write, unique in the database (e.g. order-1182-shipped). Calling "
+                    "again with the same key (a retry after a timeout) returns the id stored the first "
+                    "time instead of storing a copy; the same key with other content is an error."
+                ),
+            },
         },
         required=("content",),
     ),
@@ -318,6 +326,14 @@ TOOLS: tuple[ToolSpec, ...] = (
             "include_consolidated": {
                 "type": "boolean",
                 "description": "Also search originals that sleep consolidation summarised. Default: false.",
+            },
+            "context": {
+                "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT,
+                "description": (
+                    "Also return, in each memory's context list, up to this many events of its session "
+                    "just before and just after it, oldest first: what led to it and what followed. "
+                    "The ranking is unchanged. Default: 0."
+                ),
             },
         },
         required=("query",),
