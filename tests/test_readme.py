@@ -21,8 +21,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from mnemosyne import MnemosyneError
 from mnemosyne.interfaces.cli import build_parser
-from mnemosyne.interfaces.mcp_tools import TOOLS
+from mnemosyne.interfaces.mcp_tools import TOOLS, Sessions, call_tool
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"<!-- test: (?P<marker>[^>]*?) -->\s*\n```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
@@ -99,3 +102,13 @@ def test_the_mcp_tool_table_names_every_tool_and_each_of_its_arguments():
     for spec in TOOLS:
         for argument in spec.properties:
             assert f"`{argument}`" in rows[spec.name], f"the README's {spec.name} row omits `{argument}`"
+
+
+def test_the_tool_error_the_readme_quotes_is_the_one_a_tool_returns(tmp_path: Path):
+    section = README.read_text(encoding="utf-8").split("\n## MCP")[1].split("\n## ")[0]
+    quoted = json.loads(" ".join(re.search(r"`(\{\"error\".*?\}\})`", section, flags=re.S)[1].split()))
+    sessions = Sessions(tmp_path / "m.db")
+    with pytest.raises(MnemosyneError) as caught:
+        call_tool(sessions, "remember", {"content": "too important", "importance": 5})
+    sessions.close()
+    assert quoted == {"error": {"code": caught.value.code, "message": str(caught.value)}}
