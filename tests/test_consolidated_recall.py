@@ -201,6 +201,18 @@ def test_forgetting_a_correction_leaves_the_old_value_superseded(mem: Mnemosyne)
     assert mem.recall("staging port") == []
 
 
+def test_asked_for_old_values_too_recall_ranks_the_current_one_first(mem: Mnemosyne):
+    # The old value is the more important, and the more used: it still ranks second.
+    old = mem.remember("The deploy day is Tuesday.", created_at=OLD, importance=0.9)
+    for _ in range(3):
+        mem.recall("deploy day Tuesday")
+    new = mem.remember("The deploy day is Friday.", created_at=OLD + DAY, importance=0.5)
+    assert mem.sleep().superseded == 1
+    found = mem.recall("which day is the deploy day", include_consolidated=True, explain=True)
+    assert [m.id for m in found] == [new, old]
+    assert (found[0].explanation["superseded"], found[1].explanation["superseded"]) == (1.0, 0.5)
+
+
 def test_a_correction_edited_to_another_subject_makes_the_old_value_current_again(mem: Mnemosyne):
     old = mem.remember("The primary on-call engineer is Dana.", created_at=OLD)
     new = mem.remember("The primary on-call engineer is Eve.", created_at=OLD + DAY)

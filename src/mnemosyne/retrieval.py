@@ -147,6 +147,7 @@ def search(
                 session_id=row["session_id"],
                 source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
                 length=row["length"],
+                superseded=row["status"] == "superseded",
             )
             for seq, row in facts.items()
         }

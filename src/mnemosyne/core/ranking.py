@@ -41,6 +41,7 @@ class Weights:
     recency_half_life_days: float = 30.0
     time_match: float = 0.5       # bonus when created in the span the query names
     access: float = 0.02          # per log-unit of past recalls
+    superseded: float = 0.5       # multiplier for a value a newer one replaced (seen on request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class Candidate:
     session_id: str = ""
     source_match: float = 0.0     # 1.0 when the query names this memory's source
     length: int = 0               # characters of content
+    superseded: bool = False      # sleep found a newer value of the same fact
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,20 +173,22 @@ def fuse(
 
 
 # What multiplies a candidate's relevance, in ``explain``'s words.
-_FACTORS = ("importance", "recency", "time_match", "access")
+_FACTORS = ("importance", "recency", "time_match", "access", "superseded")
 
 
 def _factors(
     candidate: Candidate, now: float, window: tuple[float, float] | None, weights: Weights
-) -> tuple[float, float, float, float]:
+) -> tuple[float, float, float, float, float]:
     """The ``_FACTORS`` of a candidate: its importance, freshness, a match with the
-    time the query names, and past use."""
+    time the query names, past use, and whether a newer value replaced it (only a
+    recall that asks for such values sees one: it ranks below the value now true)."""
     age_days = max(0.0, now - candidate.created_at) / DAY
     return (
         1 + weights.importance * (candidate.importance - 0.5),
         1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
         1 + weights.time_match * _in_window(candidate.created_at, window),
         1 + weights.access * math.log1p(candidate.access_count),
+        weights.superseded if candidate.superseded else 1.0,
     )
 
 
