@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from held_endpoint import held_endpoint
 from mnemosyne import Mnemosyne
 from mnemosyne.dr.recovery import create_backup
 from mnemosyne.transfer import FORMAT, VERSION
@@ -423,6 +424,51 @@ def test_ctrl_c_during_an_import_is_one_line_and_changes_nothing(cli: Cli, tmp_p
     assert json.loads(err)["error"]["code"] == "interrupted"
     with cli.memories() as mem:
         assert mem.get_stats().total in (0, 20_000)
+
+
+def test_ctrl_c_while_an_import_embeds_keeps_the_import_and_says_so(cli: Cli, tmp_path: Path) -> None:
+    import signal
+
+    source = tmp_path / "notes.jsonl"
+    with cli.memories(db=tmp_path / "source.db") as mem:
+        mem.remember_many([f"note number {i}" for i in range(300)])
+        mem.export_jsonl(source)
+    with held_endpoint() as endpoint:
+        cli.env.update(endpoint.environment())
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mnemosyne", "import", str(source), "--db", str(cli.db), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env,
+        )
+        # The first request for vectors comes once the memories are committed; it is
+        # held, so the interrupt lands while the import embeds them.
+        assert endpoint.asked.wait(60), process.communicate(timeout=60)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 130 and out == "", err
+        error = json.loads(err)["error"]
+        assert error["code"] == "interrupted"
+        assert (error["imported"], error["waiting_for_vectors"]) == (300, 300)
+        assert "the import is committed (300 new memories)" in error["message"]
+        assert "reembed --missing" in error["message"]
+        with Mnemosyne(db_path=cli.db, embedder="none") as mem:
+            assert mem.get_stats().total == 300
+
+        # Without --json: one line that says the same, not a rollback that never happened.
+        (tmp_path / "fresh.db").unlink(missing_ok=True)
+        endpoint.asked.clear()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mnemosyne", "import", str(source), "--db", str(tmp_path / "fresh.db")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env,
+        )
+        assert endpoint.asked.wait(60), process.communicate(timeout=60)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 130 and out == ""
+        assert err.startswith("mnemosyne: error: interrupted while embedding: the import is committed (300 new")
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+        endpoint.release.set()  # what the message advises fills the vectors in
+        assert cli.json("reembed", "--missing")["embedded"] == 300
 
 
 def test_control_characters_in_a_memory_reach_the_terminal_as_escapes(cli: Cli) -> None:

@@ -211,6 +211,19 @@ def test_progress_bar_on_a_terminal_only(tmp_path, db):
     assert piped.wait(timeout=60) == 0 and piped.stderr.read() == b""
 
 
+def test_an_import_draws_its_embedding_as_a_stage_of_its_own(tmp_path, db):
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        mem.remember_many(f"event {i}" for i in range(300))
+        mem.export_jsonl(tmp_path / "out.jsonl")
+    # The local model embeds the 300 memories after they are stored: the storing bar
+    # ends at 100% on a line of its own, and a second bar follows the embedding.
+    code, drawn = stderr_on_a_terminal("import", str(tmp_path / "out.jsonl"), "--db", str(tmp_path / "copy.db"))
+    assert code == 0
+    storing, embedding = drawn.split("\r\n")[:2]
+    assert storing.split("\r")[-1].startswith("importing  [########################]  100%  300/300")
+    assert embedding.split("\r")[-1].startswith("embedding  [########################]  100%  300/300")
+
+
 def test_a_real_process_exits_with_the_documented_codes(tmp_path, db):
     remember = cli_process("remember", "from a subprocess", "--db", db)
     assert remember.wait(timeout=60) == EXIT_OK

@@ -15,6 +15,7 @@ def test_exported_names():
         "EmbedderInputError",
         "EmbedderMismatchError",
         "Episode",
+        "ImportInterrupted",
         "InvalidInputError",
         "LeaseHeldError",
         "Memory",

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from mnemosyne import DiskFullError, InvalidInputError, Mnemosyne, MnemosyneError
+from mnemosyne import DiskFullError, ImportInterrupted, InvalidInputError, Mnemosyne, MnemosyneError
 from mnemosyne.core.consolidation import SleepPolicy, sharing_key
 from mnemosyne.core.timeutil import from_timestamp
+from mnemosyne.testing import HashEmbedder
 from snapshots import snapshot
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
@@ -872,3 +873,46 @@ def test_json_nested_too_deep_to_parse_is_bad_input(tmp_path: Path) -> None:
     with Mnemosyne(session_id="beta", db_path=tmp_path / "db.db") as mem:
         with pytest.raises(InvalidInputError, match="deep.jsonl:2 is not valid JSON"):
             mem.import_jsonl(path)
+
+
+class InterruptedAtBatch(HashEmbedder):
+    """Ctrl-C (as Python delivers it) at its ``at``-th call, as a person watching a long
+    import would press it."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def embed(self, texts):
+        if self.calls + 1 == self.at:
+            self.calls += 1
+            raise KeyboardInterrupt
+        return super().embed(texts)
+
+
+def test_an_import_interrupted_while_embedding_is_committed_and_says_so(source: Path, tmp_path: Path) -> None:
+    export = tmp_path / "out.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        mem.export_jsonl(export)
+    reports: dict[str, list[tuple[int, int | None]]] = {"storing": [], "embedding": []}
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db", embedder=InterruptedAtBatch(1)) as copy:
+        with pytest.raises(ImportInterrupted) as interrupted:
+            copy.import_jsonl(export, progress=lambda *r: reports["storing"].append(r),
+                              embedding_progress=lambda *r: reports["embedding"].append(r))
+        assert isinstance(interrupted.value, KeyboardInterrupt)  # a program still stops as it would
+        assert (interrupted.value.imported, interrupted.value.waiting) == (8, 8)
+        assert "the import is committed (8 new memories)" in str(interrupted.value)
+        assert copy.get_stats().total == 8
+        assert reports["storing"][-1] == (8, 8) and reports["embedding"] == [(0, 8)]
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
+        assert copy.backfill_vectors() == 8
+
+
+def test_an_import_reports_its_embedding(source: Path, tmp_path: Path) -> None:
+    export = tmp_path / "out.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        mem.export_jsonl(export)
+    reports: list[tuple[int, int | None]] = []
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
+        assert copy.import_jsonl(export, embedding_progress=lambda *r: reports.append(r)) == 8
+    assert reports == [(0, 8), (8, 8)]

@@ -60,6 +60,8 @@ class Backfill:
             done, self._done_in_background = self._done_in_background, 0
             up_to = self._store.newest_seq()
             total = done + self._store.count_missing_vectors(up_to) if progress else 0
+            if progress and total > done and self._slot.ready:
+                progress(done, total)  # at once: the first batch may wait for a model to load
             return done + self._fill(progress, done, total, self._stop.is_set, up_to)
 
     def halt(self) -> None:

@@ -16,6 +16,9 @@
     ├── MissingDependencyError (also ImportError) an optional extra or package is not installed
     └── LeaseHeldError                           another process holds the sleep lease
 
+Not an error, and so outside the tree: ``ImportInterrupted``, the
+``KeyboardInterrupt`` of an import stopped once its memories were committed.
+
 Each class has a stable ``code`` so the CLI and the MCP server can report errors
 without leaking stack traces. Driver errors are translated at the storage boundary
 with ``raise ... from exc`` so the original cause stays attached.
@@ -172,3 +175,24 @@ class LeaseHeldError(MnemosyneError):
     """Another process is already consolidating this database."""
 
     code = "lease_held"
+
+
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C while an import embedded the memories it had already committed.
+
+    Still a ``KeyboardInterrupt`` (the program stops as it would), but it tells the
+    truth about the database: ``imported`` new memories are stored, and ``waiting``
+    memories have no vector yet. Those are found by their words until the backfill
+    gives them one.
+    """
+
+    code = "interrupted"
+
+    def __init__(self, imported: int, waiting: int) -> None:
+        self.imported = imported
+        self.waiting = waiting
+        super().__init__(
+            f"interrupted while embedding: the import is committed ({imported} new memories); "
+            f"{waiting} memories have no vector yet and are found by their words until "
+            "`mnemosyne reembed --missing` (backfill_vectors() in Python) or sleep gives them one"
+        )

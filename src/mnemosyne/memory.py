@@ -47,7 +47,7 @@ from .core.validation import (
 from .embedders import registry
 from .embedders.base import Embedder
 from .episodic import DEFAULT_EPISODE_GAP, EpisodicMixin
-from .errors import EmbedderError, InvalidInputError
+from .errors import EmbedderError, ImportInterrupted, InvalidInputError
 from .models import DoctorReport, Memory, SleepReport, Stats
 from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
@@ -368,7 +368,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         with contextlib.closing(self._store.iter_dump()) as records:
             return transfer.write_jsonl(records, target, report)
 
-    def import_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
+    def import_jsonl(
+        self, path: str | Path, *, progress: Progress | None = None, embedding_progress: Progress | None = None
+    ) -> int:
         """Add what an export holds that is not already stored; return how many
         memories were added.
 
@@ -379,12 +381,20 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         here stays forgotten. ``progress``, if given, is called as
         ``progress(done, total)`` while memories are stored.
 
+        The new memories are then embedded (``embedding_progress`` follows that,
+        the longer part with a local model). A ``KeyboardInterrupt`` while they are
+        stored imports nothing; one while they are embedded comes out as
+        :class:`ImportInterrupted`: the import is committed, and the vectors not
+        made yet are filled in later.
+
         >>> mem.import_jsonl("memories.jsonl")
         1234
         """
-        return self._import_export(transfer.read_jsonl(expand_user(path, "path")), progress)
+        return self._import_export(transfer.read_jsonl(expand_user(path, "path")), progress, embedding_progress)
 
-    def _import_export(self, export: transfer.Export, progress: Progress | None = None) -> int:
+    def _import_export(
+        self, export: transfer.Export, progress: Progress | None = None, embedding_progress: Progress | None = None
+    ) -> int:
         """:meth:`import_jsonl` of an export already read and checked."""
         memories: Iterable[NewMemory] = export.memories
         if progress is not None:
@@ -392,7 +402,11 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         added = self._store.import_memories(
             memories, export.usage, export.episodes, export.links, export.unshared, export.forgotten, export.where
         )
-        self._backfill.run()  # a failing model leaves the rest to later passes
+        # Committed: from here on an interrupt must not read as "nothing was imported".
+        try:
+            self._backfill.run(embedding_progress)  # a failing model leaves the rest to later passes
+        except KeyboardInterrupt as exc:
+            raise ImportInterrupted(added, self._store.count_missing_vectors(self._store.newest_seq())) from exc
         return added
 
     # -- embeddings -----------------------------------------------------------------

@@ -4,8 +4,9 @@ Each command parses its arguments, calls one public method and prints the result
 as a readable table or, with ``--json``, as JSON. Exit codes scripts can trust:
 0 ok, 1 not found, 2 bad input (an ``InvalidInputError``), 3 any other failure
 (storage, backup, the embedder, including one other than the database recorded,
-a missing extra), 130 interrupted (Ctrl-C), 141 the reader of the output went
-away (``| head``).
+a missing extra), 130 interrupted (Ctrl-C; the write under way is rolled back, but
+an import interrupted while it embeds what it committed keeps it and says so), 141
+the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_BAD_INPUT
     # Imported here so `mnemosyne --help` stays instant and works on a bare install.
-    from .. import InvalidInputError, MemoryNotFoundError, MnemosyneError
+    from .. import ImportInterrupted, InvalidInputError, MemoryNotFoundError, MnemosyneError
 
     _escape_what_the_terminal_cannot_show()
     try:
@@ -66,8 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except OSError as exc:  # e.g. an export path that cannot be written
         return _fail(args, exc, EXIT_FAILURE, "os_error")
+    except ImportInterrupted as exc:
+        # Past its commit: the import is kept, and says so, with what still waits.
+        return _fail(args, exc, EXIT_INTERRUPTED, exc.code, imported=exc.imported, waiting_for_vectors=exc.waiting)
     except KeyboardInterrupt:
-        # Every write is one transaction: an interrupted command changed all or nothing.
+        # Every write is one transaction: interrupted, it was rolled back whole.
         return _fail(args, KeyboardInterrupt("interrupted"), EXIT_INTERRUPTED, "interrupted")
     return int(result or EXIT_OK)
 
@@ -314,14 +318,16 @@ def _export(args: argparse.Namespace) -> None:
 def _import(args: argparse.Namespace) -> None:
     from ..core.validation import expand_user
     from ..transfer import read_jsonl
-    from .progress import ProgressBar
+    from .progress import Stages
 
     _refuse_dash(args.path, "/dev/stdin", "read an export from there")
     # Read and checked whole before the database is opened, or created: a bad file
     # creates no database. Read once, as a pipe can be.
     export = read_jsonl(expand_user(args.path, "path"))
-    with ProgressBar("importing", quiet=args.quiet) as bar:
-        added = _open(args, create=True)._import_export(export, progress=bar)
+    with Stages(quiet=args.quiet) as stages:
+        added = _open(args, create=True)._import_export(
+            export, progress=stages("importing"), embedding_progress=stages("embedding")
+        )
     _done(args, {"imported": added, "path": args.path}, f"imported {added} new memories from {args.path}")
 
 
@@ -460,9 +466,9 @@ def _done(args: argparse.Namespace, data: Any, message: str) -> None:
         _emit(args, data, lambda: print(message))
 
 
-def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | None = None) -> int:
+def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | None = None, **details: Any) -> int:
     if getattr(args, "json", False):
-        error = {"code": name or getattr(exc, "code", "error"), "message": str(exc)}
+        error = {"code": name or getattr(exc, "code", "error"), "message": str(exc), **details}
         print(json.dumps({"error": error}), file=sys.stderr)
     else:
         print(f"mnemosyne: error: {exc}", file=sys.stderr)

@@ -10,12 +10,14 @@ other long job), so a command wires it in one line::
 It draws nothing when stderr is not a terminal (pipes, CI, MCP) or with
 ``--quiet``, redraws at most every ``interval`` seconds so calling it per item
 is cheap, and ends with a newline so later output starts on a clean line.
+A job in stages draws one bar per stage (:class:`Stages`).
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
@@ -82,6 +84,44 @@ class ProgressBar:
         self.stream.write("\r" + line.ljust(self._width))
         self.stream.flush()
         self._width = len(line)
+
+
+class Stages:
+    """Progress bars for a job in stages (an import stores, then embeds), each on a
+    line of its own: the next stage's first report finishes the line before, so a
+    finished stage never sits there looking stalled while the next one runs.
+
+    >>> with Stages(quiet=args.quiet) as stages:
+    ...     mem.import_jsonl(path, progress=stages("importing"), embedding_progress=stages("embedding"))
+    """
+
+    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self._quiet = quiet
+        self._stream = stream
+        self._current: ProgressBar | None = None
+
+    def __call__(self, label: str) -> Callable[[int, int | None], None]:
+        bar = ProgressBar(label, quiet=self._quiet, stream=self._stream)
+
+        def report(done: int, total: int | None = None) -> None:
+            if self._current is not bar:
+                self.close()
+                self._current = bar
+            bar(done, total)
+
+        return report
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def _is_terminal(stream: TextIO) -> bool:
