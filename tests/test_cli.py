@@ -6,11 +6,15 @@ through the library in-process where the CLI itself is not what is being tested.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -469,6 +473,88 @@ def test_ctrl_c_while_an_import_embeds_keeps_the_import_and_says_so(cli: Cli, tm
 
         endpoint.release.set()  # what the message advises fills the vectors in
         assert cli.json("reembed", "--missing")["embedded"] == 300
+
+
+def start_held_at_its_output(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """Start the CLI with its output unbuffered into a pipe that is already full: it
+    stops at its first write, its work done but its database not closed yet, until
+    the returned end of the pipe is read. Whatever it runs in the background
+    meanwhile has all the time it needs."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"\n" * 4096)
+    os.set_blocking(write_end, True)
+    process = subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, text=True,
+                               env={**env, "PYTHONUNBUFFERED": "1"})
+    os.close(write_end)
+    return process, read_end
+
+
+def wait_until_writing_to_a_pipe(process: subprocess.Popen) -> None:
+    """Return once the process waits in a write to a pipe (Linux tells where)."""
+    told = False  # "0" while it runs, and always where the kernel hides it
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()
+        try:
+            where = Path(f"/proc/{process.pid}/wchan").read_text()
+        except OSError:
+            pytest.skip("this system does not tell where a process waits")
+        told = told or where not in ("", "0")
+        if "pipe" in where:
+            return
+        time.sleep(0.01)
+    if not told:
+        pytest.skip("this system does not tell where a process waits")
+    raise AssertionError("the command never wrote its output")
+
+
+def read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+READ_ONLY_COMMANDS = {
+    "stats": ["stats"], "get": ["get", "{id}"], "recall": ["recall", "kestrel rollout"], "timeline": ["timeline"],
+    "episodes": ["episodes"], "export": ["export", "/dev/stdout"], "sleep --dry-run": ["sleep", "--dry-run"],
+}
+
+
+def test_commands_that_only_read_record_no_embedder_and_fill_in_no_vector(cli: Cli, tmp_path: Path) -> None:
+    # Stored without a model: no vector, no embedder recorded. A process that has a
+    # model used to fill in the vectors, and record its model, as it merely looked.
+    with Mnemosyne(db_path=cli.db, embedder="none") as mem:
+        ids = mem.remember_many([f"note {i} on the kestrel rollout" for i in range(100)])
+    copies = {}
+    for name in READ_ONLY_COMMANDS:
+        copies[name] = tmp_path / f"{name.replace(' ', '')}.db"
+        shutil.copyfile(cli.db, copies[name])
+    before = cli.db.read_bytes()
+    with held_endpoint() as endpoint:
+        endpoint.release.set()  # recall's query is embedded: answered at once
+        started = {}
+        for name, args in READ_ONLY_COMMANDS.items():
+            command = [sys.executable, "-m", "mnemosyne", *[a.format(id=ids[0]) for a in args],
+                       "--db", str(copies[name])]
+            started[name] = start_held_at_its_output(command, {**cli.env, **endpoint.environment()})
+        for process, _ in started.values():
+            wait_until_writing_to_a_pipe(process)
+        time.sleep(2)  # a background pass started at open would be asking for vectors by now
+        for name, (process, output) in started.items():
+            read_all(output)
+            assert process.wait(timeout=60) == OK, (name, process.stderr.read())
+            with sqlite3.connect(f"file:{copies[name]}?mode=ro", uri=True) as conn:
+                assert conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchall() == [], name
+                assert conn.execute("SELECT count(*) FROM memory_vectors").fetchone() == (0,), name
+            if name not in ("recall", "sleep --dry-run"):  # recall counts its results; sleep takes its lease
+                assert copies[name].read_bytes() == before, name
+        # Only recall asked for vectors: its query's, and its candidates' for this one search.
+        assert endpoint.requests <= 2
 
 
 def test_control_characters_in_a_memory_reach_the_terminal_as_escapes(cli: Cli) -> None:

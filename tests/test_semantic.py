@@ -174,6 +174,30 @@ def test_a_failing_embedder_loses_no_write_and_is_backfilled(tmp_path: Path, cap
         assert all(m.explanation["dense"] > 0 for m in hits)
 
 
+def recorded_embedder(db: Path) -> dict | None:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def test_an_instance_opened_without_auto_backfill_reads_without_writing_a_vector(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="none") as mem:
+        ids = mem.remember_many([f"note {i} on the kestrel rollout" for i in range(100)])
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64), auto_backfill=False) as reader:
+        assert not any(t.name == "mnemosyne-backfill" for t in threading.enumerate())
+        assert {m.id for m in reader.recall("kestrel rollout", top_k=100)} == set(ids)
+        assert reader.get_stats().total == 100 and len(reader.timeline()) == 100
+    assert (vectors_in(db), recorded_embedder(db)) == (0, None)
+    with pytest.raises(InvalidInputError, match="auto_backfill"):
+        Mnemosyne(db_path=db, auto_backfill="no")  # type: ignore[arg-type]
+    # By default, opening fills them in (in the background) and that records the model:
+    # the first vectors written, as with a write made with it.
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
+        assert mem.backfill_vectors() == 100
+    assert (vectors_in(db), recorded_embedder(db)["name"]) == (100, "test-hash")
+
+
 def test_a_memory_another_process_stored_without_a_vector_is_ranked_by_its_words(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:  # a long-running agent with its model

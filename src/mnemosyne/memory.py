@@ -99,6 +99,10 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     ``embedder`` makes the vectors of semantic recall: a spec (``"local"``,
     ``"none"``, ``"sentence-transformers:<model>"``, ``"openai:<model>"``) or an
     object; by default the one the database recorded, else the best installed.
+    Memories stored without a vector get one in the background after open and when
+    a failing model answers again; ``auto_backfill=False`` leaves that to
+    :meth:`backfill_vectors` and sleep, so an instance that only reads never writes
+    a vector nor records an embedder (recall still counts its results).
     """
 
     def __init__(
@@ -112,6 +116,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         auto_sleep: bool | float | None = None,
         sleep_policy: SleepPolicy | None = None,
         episode_gap: float = DEFAULT_EPISODE_GAP,
+        auto_backfill: bool = True,
     ) -> None:
         # Every argument is checked before the database is opened: a refused one must
         # not leave a new file, new folders or a migrated schema behind.
@@ -126,6 +131,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         gap = self._check_episode_gap(episode_gap)
         # auto_sleep: True (sleep after 5 idle minutes) or an idle period in seconds.
         policy, idle = self._check_sleep_args(sleep_policy, auto_sleep)
+        self._auto_backfill = check_flag(auto_backfill, "auto_backfill")
         requested = _resolve_embedder(embedder)
         self._store = SQLiteStore(
             default_db_path() if db_path is None else db_path, busy_timeout=busy_timeout
@@ -139,7 +145,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             self._store.close()
             raise
         self._backfill = Backfill(self._store, self._embedder)
-        self._backfill.start()
+        if self._auto_backfill:
+            self._backfill.start()
 
     # -- writing --------------------------------------------------------------------
 
@@ -533,7 +540,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     def _backfill_if_recovered(self) -> None:
         if self._embedder.recovered:  # the model is back: fill in what was stored without it
             self._embedder.recovered = False
-            self._backfill.start()
+            if self._auto_backfill:
+                self._backfill.start()
 
     def _prepare(
         self,

@@ -231,7 +231,7 @@ def _recall(args: argparse.Namespace) -> None:
     check_top_k(args.top_k)
     check_sources(args.source)
     time_range(args.since, args.until)
-    results = _open(args).recall(
+    results = _open_to_read(args).recall(
         args.query, args.top_k, scope=args.scope, source=args.source, since=args.since,
         until=args.until, include_consolidated=args.include_consolidated,
     )
@@ -241,7 +241,7 @@ def _recall(args: argparse.Namespace) -> None:
 def _get(args: argparse.Namespace) -> None:
     from .. import MemoryNotFoundError
 
-    memory = _open(args).get(args.id)
+    memory = _open_to_read(args).get(args.id)
     if memory is None:
         raise MemoryNotFoundError(args.id, args.session)
     _emit(args, memory.to_dict(), lambda: _print_memory(memory))
@@ -264,7 +264,7 @@ def _forget(args: argparse.Namespace) -> None:
 
 
 def _stats(args: argparse.Namespace) -> None:
-    stats = _open(args).get_stats().to_dict()
+    stats = _open_to_read(args).get_stats().to_dict()
     _emit(args, stats, lambda: _print_record(stats))
 
 
@@ -305,7 +305,7 @@ def _export(args: argparse.Namespace) -> None:
 
     _refuse_dash(args.path, "/dev/stdout", "write the export there")
     with ProgressBar("exporting", quiet=args.quiet) as bar:
-        count = _open(args).export_jsonl(args.path, progress=bar)
+        count = _open_to_read(args).export_jsonl(args.path, progress=bar)
     if is_stream(expand_user(args.path, "path")):
         # The export may be stdout itself: its confirmation goes to stderr.
         if not args.quiet:
@@ -338,7 +338,8 @@ def _mcp(args: argparse.Namespace) -> None:
 
 
 def _sleep(args: argparse.Namespace) -> None:
-    report = _open(args).sleep(dry_run=args.dry_run)
+    mem = _open_to_read(args) if args.dry_run else _open(args)
+    report = mem.sleep(dry_run=args.dry_run)
     _emit(args, report.to_dict(), lambda: _print_record(report.to_dict()))
 
 
@@ -373,12 +374,12 @@ def _timeline(args: argparse.Namespace) -> None:
     # for every event" is no value a command line can pass).
     check_whole(args.limit, "--limit", 1, MAX_LIMIT)
     time_range(args.since, args.until)
-    events = _open(args).timeline(since=args.since, until=args.until, limit=args.limit)
+    events = _open_to_read(args).timeline(since=args.since, until=args.until, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events, scored=False))
 
 
 def _episodes(args: argparse.Namespace) -> None:
-    found = _open(args).episodes()
+    found = _open_to_read(args).episodes()
     rows = [(e.started_at.strftime("%Y-%m-%d %H:%M"), e.ended_at.strftime("%Y-%m-%d %H:%M"), e.size,
              e.label or "", e.summary.content if e.summary else "") for e in found]
     _emit(args, [e.to_dict() for e in found],
@@ -399,6 +400,14 @@ def _open(args: argparse.Namespace, create: bool = False, **options: Any) -> Any
     if not create:
         _existing_db(args)
     return args.opened.enter_context(Mnemosyne(session_id=args.session, db_path=args.db, **options))
+
+
+def _open_to_read(args: argparse.Namespace) -> Any:
+    """The database, for a command that only reads: the file stays as it was. No
+    vector is filled in and no embedder recorded in passing (a database stored
+    without one would otherwise take whichever this process has); recall still
+    counts its results, as it does in the API."""
+    return _open(args, auto_backfill=False)
 
 
 def _existing_db(args: argparse.Namespace) -> str:
