@@ -175,7 +175,6 @@ def test_the_timeline_keeps_expired_events_as_history(mem: Mnemosyne):
     assert [c.content for c in hit.context] == ["cache warm-up ran"]  # as the timeline shows it
 
 
-
 def test_neighbours_and_episodes_follow_the_timeline_below_the_microsecond(mem: Mnemosyne):
     """Times are returned to the microsecond but stored as given: events at one
     instant, or less than a microsecond apart, keep the timeline's order."""

@@ -217,8 +217,6 @@ class AutoSleeper:
                 log.exception("auto-sleep failed")
 
 
-
-
 class SleepMixin:
     """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
 
