@@ -62,6 +62,7 @@ def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture:
             hero = mem.recall("hero section colour palette", explain=True)[0]
             assert hero.metadata == {"ticket": 42, "tags": ["design", "héro ✓"]}
             assert hero.access_count >= 1 and hero.explanation["dense"] > 0  # its vector came along
+            assert mem.recall("what happened in April 2026", now="2026-05-01")  # by the new time index
             assert mem.doctor().ok
     with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as other:
         assert other.recall("root password quokka zebra") == []

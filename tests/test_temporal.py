@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.temporal import time_window
 from mnemosyne.testing import HashEmbedder
 
@@ -210,3 +211,37 @@ def test_a_query_that_names_only_a_time_finds_what_happened_then(tmp_path: Path,
         assert found == {"The staging server ran out of disk space.", "Lunch was pizza again."}
         # The span meets the caller's own filters: here they leave nothing of it.
         assert mem.recall("what happened yesterday?", now=now, since=now - timedelta(hours=1)) == []
+
+
+def test_a_times_summary_does_not_crowd_out_its_other_memories(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    yesterday = now - timedelta(days=1)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        notes = [mem.remember(f"Called supplier {i} about invoice {100 + i}.", created_at=yesterday.replace(hour=i))
+                 for i in range(3)]
+        mem.remember_many({"content": f"Chat line {i}: the migration plan, step {i}.",
+                           "created_at": yesterday.replace(hour=15) + timedelta(minutes=i)} for i in range(60))
+        assert mem.sleep(policy=SleepPolicy(summarise_after=0, consolidate="all")).summarised == 60
+        found = mem.recall("what happened yesterday?", now=now)
+        assert set(notes) <= {m.id for m in found}
+        assert [m.kind for m in found].count("summary") == 1
+
+
+def test_without_vectors_a_times_memories_come_newest_first(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        ids = mem.remember_many({"content": f"event number {i}", "created_at": now - timedelta(hours=30 - i / 10)}
+                                for i in range(120))
+        assert [m.id for m in mem.recall("what happened yesterday?", now=now, top_k=5)] == ids[:-6:-1]
+
+
+def test_a_times_memory_without_a_vector_is_found_beside_those_with_one(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=HashEmbedder()) as mem:
+        mem.remember("Paid the electricity bill.", created_at=now - timedelta(hours=20))
+    with Mnemosyne(db_path=db, embedder="none") as without_model:  # a process without the model
+        without_model.remember("Signed the apartment lease.", created_at=now - timedelta(hours=19))
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(), auto_backfill=False) as mem:
+        found = {m.content for m in mem.recall("what happened yesterday?", now=now)}
+    assert found == {"Paid the electricity bill.", "Signed the apartment lease."}

@@ -50,14 +50,15 @@ def search(
     it (its summary or canonical copy). Condensing never makes a fact unfindable.
     """
     depth = max(MIN_CANDIDATES, 5 * top_k)
+    # "What happened yesterday": yesterday's memories are candidates whatever their
+    # words, the nearest to the query by meaning first, and the latest without a
+    # vector. Those that may be returned as they are: a summary made yesterday
+    # stands for its originals, and does not crowd out yesterday's other memories.
+    window = window_seconds(query, local_time(now, zone))
+    during = _during(filters, window)
     redirect = filters.statuses == ("active",)
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
-    clock = local_time(now, zone)
-    window = window_seconds(query, clock)
-    # "What happened yesterday": yesterday's memories are candidates whatever their
-    # words, the nearest to the query by meaning first (the latest, without vectors).
-    during = _during(filters, window)
 
     def by_meaning() -> tuple[np.ndarray | None, Neighbours, list[tuple[int, float]]]:
         query_vector = slot.embed([query])[0]
@@ -93,8 +94,11 @@ def search(
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
         query_vector, (dense_hits, field_similarity), dated_hits = (
             by_meaning() if dense_search is None else dense_search.result())
-        if during is not None and not dated_hits:  # no vectors there (yet): the latest
-            dated_hits = [(seq, 0.0) for seq in store.latest(during, depth)]
+        latest = [] if during is None else store.latest(during, depth)
+        # Those without a vector (stored while the model was down, or by a process
+        # without it) are embedded now, as those found by their words are.
+        waiting = store.without_vectors(latest) if query_vector is not None else latest
+        dated_hits = _best_per_key([*dated_hits, *((seq, 0.0) for seq in waiting)])
         # Similarities are stretched from what "not about this" scores, the same
         # whatever top_k asks for: the FIELD_RANK-th nearest neighbour, or the last
         # where there are fewer. Under MIN_CANDIDATES (counted before summaries stand
@@ -103,11 +107,10 @@ def search(
 
         if redirect:
             standing_for = store.representatives(
-                {seq for found in [*lexical_hits.values(), dense_hits, dated_hits] for seq, _ in found}, filters, terms
+                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters, terms
             )
             folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
             folded_dense = _redirected(dense_hits, standing_for)
-            dated_hits = _redirected(dated_hits, standing_for)
             # A sleep may have condensed many matches into one summary: they count for
             # it once, and may have filled a signal's list. The active memories ranked
             # below them are then searched for on their own, at the same depth (scores
@@ -135,7 +138,7 @@ def search(
         facts = store.ranking_facts(keys)
         if query_vector is not None and dense_hits:
             found_by_words = dict.fromkeys(seq for hits in lexical_hits.values() for seq, _ in hits if seq in facts)
-            embedded_now = _similarities_now(store, slot, query_vector, list(found_by_words))
+            embedded_now = _similarities_now(store, slot, query_vector, [*found_by_words, *waiting])
             # Its neighbours' vectors are not indexed with it: its window is itself.
             dense_hits, dense_window_hits = [*dense_hits, *embedded_now], [*dense_window_hits, *embedded_now]
         naming = lexical.source_terms(query)
@@ -173,17 +176,17 @@ def _during(filters: Filters, window: tuple[float, float] | None) -> Filters | N
 
 
 def _similarities_now(
-    store: SQLiteStore, slot: EmbedderSlot, query_vector: np.ndarray, found_by_words: list[int]
+    store: SQLiteStore, slot: EmbedderSlot, query_vector: np.ndarray, found: list[int]
 ) -> list[tuple[int, float]]:
-    """Similarities of the candidates found by their words (best matches first) that
-    have no vector yet (stored while the model was down, or by a process without
-    it), embedded now.
+    """Similarities of the candidates found by their words (best matches first) or
+    in the time the query names that have no vector yet (stored while the model was
+    down, or by a process without it), embedded now.
 
     Left without one, such a memory would score nothing for meaning, and any
     neighbour by meaning would outrank the memory holding every word of the query.
     The vectors are not stored: the backfill does that.
     """
-    waiting = store.without_vectors(found_by_words)[:EMBEDDED_AT_RECALL]
+    waiting = store.without_vectors(dict.fromkeys(found))[:EMBEDDED_AT_RECALL]
     if not waiting:
         return []
     contents = store.contents_by_seq(waiting)

@@ -158,7 +158,8 @@ def fuse(
         if key in meaning_only:
             continue
         scores[key] = (relevance[key] + episode[key]) * math.prod(_factors(candidate, now, window, weights))
-    best = sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+    # Equal scores (those of a time's memories that nothing else matched): newest first.
+    best = sorted(scores, key=lambda key: (-scores[key], -candidates[key].created_at, key))[:limit]
     # Explaining is for the few returned, not every candidate.
     return [
         Ranked(key, scores[key], {

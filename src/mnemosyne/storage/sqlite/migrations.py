@@ -255,6 +255,10 @@ END;
 _V6_CONTEXT_WITHIN_AN_EPISODE = """
 -- An episode context window ends where its session fell silent for over an hour
 -- (core/context.py): every window is rebuilt by the data step.
+
+-- The latest memories of a span a query names ("what happened yesterday"), without
+-- reading and sorting every memory.
+CREATE INDEX memories_by_time ON memories (created_at);
 """
 
 
@@ -267,7 +271,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
     Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts),
     Migration(5, "text indexed by the insert", _V5_TEXT_INDEXED_BY_THE_INSERT),
-    Migration(6, "context within an episode", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts),
+    Migration(6, "context within an episode, memories by time", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

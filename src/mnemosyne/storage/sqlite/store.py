@@ -642,9 +642,12 @@ class SQLiteStore(VectorRows):
     def latest(self, filters: Filters, limit: int) -> list[int]:
         """The seqs of the ``limit`` latest memories passing ``filters``, newest first."""
         where, params = filter_sql(filters, alias="m")
+        # Walking the time index from the newest stops after ``limit`` rows; the planner
+        # would rather take every active memory by status and sort them (20-40 ms at 100k).
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT seq FROM memories AS m WHERE {where} ORDER BY created_at DESC, seq DESC LIMIT ?",
+                f"SELECT seq FROM memories AS m INDEXED BY memories_by_time WHERE {where} "
+                "ORDER BY created_at DESC, seq DESC LIMIT ?",
                 [*params, limit],
             )
             return [seq for (seq,) in rows]
