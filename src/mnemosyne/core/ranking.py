@@ -32,7 +32,13 @@ class Weights:
     source: float = 0.5           # the query names the memory's source (a speaker, a tool)
     dense: float = 0.5            # cosine similarity of the embeddings
     dense_window: float = 0.2     # cosine to the mean embedding of the memory and its neighbours
-    dense_floor: float = 0.3      # below this cosine, meaning alone does not make a result
+    # A memory found by meaning alone is a result at this cosine, or nearly as close as
+    # the closest memory (within dense_near) and above dense_noise: unrelated short
+    # texts score about 0.05 with the bundled model, 0.2 one time in twenty, while a
+    # question and its answer in other words often score 0.15-0.3 (bench/paraphrase.py).
+    dense_floor: float = 0.3
+    dense_near: float = 0.05
+    dense_noise: float = 0.15
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
     episode_gap_s: float = 3600.0 # events further apart than this are different episodes
@@ -133,8 +139,11 @@ def fuse(
         signals["dense"], signals["dense_window"] = above_the_field(similar, floor), above_the_field(similar_window)
     else:
         signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
-    # Nearest neighbours always exist; a memory found by meaning alone must be close.
-    meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
+    # Nearest neighbours always exist; a memory found by meaning alone must be close,
+    # or be about the closest there is.
+    nearly_best = max(weights.dense_noise, max((score for _, score in dense), default=0.0) - weights.dense_near)
+    close_enough = min(weights.dense_floor, nearly_best)
+    meaning_only = {key for key, score in dense if score < close_enough} - {
         key for hits in lexical.values() for key, _ in hits
     } - set(dated)
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
