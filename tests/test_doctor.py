@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from mnemosyne.dr import doctor
 from mnemosyne.dr.recovery import verify_backup
 from mnemosyne.storage.sqlite import derived
 from mnemosyne.storage.sqlite.context_index import refresh_all_contexts
+from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def files_digest(db: Path) -> str:
@@ -107,6 +111,36 @@ def test_a_stale_context_window_is_found_and_rebuilt(db: Path):
     assert doctor.diagnose(db).ok
     with Mnemosyne(session_id="s", db_path=db) as mem:
         assert mem.recall("quokka") == []
+
+
+@pytest.mark.parametrize("fixture", ["schema_v2.db", "schema_v3.db", "schema_v4.db", "schema_v5.db"])
+def test_an_older_schema_is_not_held_to_the_windows_its_upgrade_rebuilds(tmp_path: Path, fixture: str):
+    # Its windows follow an older release's rule; opening it rebuilds them all.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / fixture, db)
+    before = files_digest(db)
+    report = doctor.diagnose(db)
+    assert report.ok, report.problems
+    contexts = {c.name: c.detail for c in report.checks}["index:memories_context_fts"]
+    assert contexts.startswith("not checked: rebuilt from the rows by the upgrade")
+    assert doctor.repair(db).repaired == ()  # nothing failed: nothing to do
+    assert files_digest(db) == before
+    cli = subprocess.run([sys.executable, "-m", "mnemosyne", "doctor", "--db", str(db)], capture_output=True, text=True)
+    assert cli.returncode == 0 and "healthy" in cli.stdout
+
+
+def test_repairing_an_older_schema_upgrades_it_and_then_checks_everything(tmp_path: Path):
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v5.db", db)
+    with sqlite3.connect(db) as conn:  # an index entry for no memory
+        conn.execute("INSERT INTO memories_fts (rowid, content) VALUES (99999, 'ghost')")
+    conn.close()
+    assert [c.name for c in doctor.diagnose(db).problems] == ["index:memories_fts"]
+    repaired = doctor.repair(db)
+    assert repaired.repaired == ("memories_fts",)
+    assert verify_backup(repaired.backup_path).memory_count == 14
+    assert repaired.ok and repaired.schema_version == LATEST_VERSION
+    assert {c.name: c.detail for c in repaired.checks}["index:memories_context_fts"] == "consistent"
 
 
 def test_a_time_no_date_can_hold_is_reported_and_can_be_forgotten(db: Path):

@@ -30,6 +30,9 @@ class Migration:
     # migration is never edited again; one that was is accepted as it was applied,
     # and a later migration brings its databases level.
     applied_earlier_as: tuple[str, ...] = ()
+    # The derived indexes (derived.py names) the data step rebuilds from the rows:
+    # until it runs, ``doctor`` need not hold them to today's rules.
+    rebuilds: tuple[str, ...] = ()
 
     @property
     def checksum(self) -> str:
@@ -262,19 +265,29 @@ CREATE INDEX memories_by_time ON memories (created_at);
 """
 
 
+_CONTEXTS = ("memories_context_fts",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _V1_INITIAL),
     Migration(
-        2, "semantic recall", _V2_SEMANTIC_RECALL, after=_rebuild_contexts,
+        2, "semantic recall", _V2_SEMANTIC_RECALL, after=_rebuild_contexts, rebuilds=_CONTEXTS,
         applied_earlier_as=("01cf43c68cb014bc7231859e2a556ef52e027c6c52bfb1e05dad85e1a96a0303",),
     ),
     Migration(3, "episodes and sleep", _V3_EPISODES_AND_SLEEP),
-    Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts),
+    Migration(4, "repair derived state", _V4_REPAIR_DERIVED_STATE, after=_rebuild_contexts, rebuilds=_CONTEXTS),
     Migration(5, "text indexed by the insert", _V5_TEXT_INDEXED_BY_THE_INSERT),
-    Migration(6, "context within an episode, memories by time", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts),
+    Migration(
+        6, "context within an episode, memories by time", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts,
+        rebuilds=_CONTEXTS,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def rebuilt_by_upgrade(version: int) -> frozenset[str]:
+    """The derived indexes that upgrading a database of schema ``version`` rebuilds."""
+    return frozenset(name for m in MIGRATIONS if m.version > version for name in m.rebuilds)
 
 BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
