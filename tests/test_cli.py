@@ -468,7 +468,7 @@ def test_ctrl_c_while_an_import_embeds_keeps_the_import_and_says_so(cli: Cli, tm
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
         assert process.returncode == 130 and out == ""
-        assert err.startswith("mnemosyne: error: interrupted while embedding: the import is committed (300 new")
+        assert err.startswith("mnemosyne: error: interrupted after its commit: the import is committed (300 new")
         assert len(err.splitlines()) == 1 and "Traceback" not in err
 
         endpoint.release.set()  # what the message advises fills the vectors in

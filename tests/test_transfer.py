@@ -933,6 +933,43 @@ def test_an_import_interrupted_while_embedding_is_committed_and_says_so(source: 
         assert copy.backfill_vectors() == 8
 
 
+class CtrlCAsCommitReturns(sqlite3.Connection):
+    """A connection that, once ``armed``, gets a real SIGINT as its next COMMIT returns:
+    where Python raises a Ctrl-C pressed while SQLite was committing."""
+
+    armed = False
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        cursor = super().execute(sql, *args)
+        if sql == "COMMIT" and CtrlCAsCommitReturns.armed:
+            CtrlCAsCommitReturns.armed = False
+            signal.raise_signal(signal.SIGINT)  # Python's handler raises KeyboardInterrupt here
+        return cursor
+
+
+def test_an_import_interrupted_as_it_commits_is_kept_and_says_so(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export = tmp_path / "out.jsonl"
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        mem.export_jsonl(export)
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, **k, factory=CtrlCAsCommitReturns))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def arm_when_stored(done: int, total: int | None) -> None:
+        CtrlCAsCommitReturns.armed = done == total
+
+    with Mnemosyne(session_id="alpha", db_path=tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
+        with pytest.raises(KeyboardInterrupt) as interrupted:  # as any Ctrl-C: the program stops
+            copy.import_jsonl(export, progress=arm_when_stored)
+        assert isinstance(interrupted.value, ImportInterrupted), "reported as if nothing was imported"
+        assert (interrupted.value.imported, interrupted.value.waiting) == (8, 8)
+        assert copy.get_stats().total == 8
+        assert copy.backfill_vectors() == 8
+        assert copy.import_jsonl(export) == 0  # nothing twice
+
+
 def test_an_import_reports_its_embedding(source: Path, tmp_path: Path) -> None:
     export = tmp_path / "out.jsonl"
     with Mnemosyne(session_id="alpha", db_path=source) as mem:

@@ -178,7 +178,8 @@ class LeaseHeldError(MnemosyneError):
 
 
 class ImportInterrupted(KeyboardInterrupt):
-    """Ctrl-C while an import embedded the memories it had already committed.
+    """Ctrl-C once an import had committed its memories: as the commit returned, or
+    while the import embedded them.
 
     Still a ``KeyboardInterrupt`` (the program stops as it would), but it tells the
     truth about the database: ``imported`` new memories are stored, and ``waiting``
@@ -192,7 +193,7 @@ class ImportInterrupted(KeyboardInterrupt):
         self.imported = imported
         self.waiting = waiting
         super().__init__(
-            f"interrupted while embedding: the import is committed ({imported} new memories); "
+            f"interrupted after its commit: the import is committed ({imported} new memories); "
             f"{waiting} memories have no vector yet and are found by their words until "
             "`mnemosyne reembed --missing` (backfill_vectors() in Python) or sleep gives them one"
         )

@@ -390,9 +390,9 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
         The new memories are then embedded (``embedding_progress`` follows that,
         the longer part with a local model). A ``KeyboardInterrupt`` while they are
-        stored imports nothing; one while they are embedded comes out as
-        :class:`ImportInterrupted`: the import is committed, and the vectors not
-        made yet are filled in later.
+        stored imports nothing; one as they commit, or while they are embedded,
+        comes out as :class:`ImportInterrupted`: the import is committed, and the
+        vectors not made yet are filled in later.
 
         >>> mem.import_jsonl("memories.jsonl")
         1234

@@ -4,9 +4,9 @@ Each command parses its arguments, calls one public method and prints the result
 as a readable table or, with ``--json``, as JSON. Exit codes scripts can trust:
 0 ok, 1 not found, 2 bad input (an ``InvalidInputError``), 3 any other failure
 (storage, backup, the embedder, including one other than the database recorded,
-a missing extra), 130 interrupted (Ctrl-C; the write under way is rolled back, but
-an import interrupted while it embeds what it committed keeps it and says so), 141
-the reader of the output went away (``| head``).
+a missing extra), 130 interrupted (Ctrl-C; the write under way is rolled back whole,
+or kept whole if the interrupt came as it committed; an import interrupted once it
+committed keeps it and says so), 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Past its commit: the import is kept, and says so, with what still waits.
         return _fail(args, exc, EXIT_INTERRUPTED, exc.code, imported=exc.imported, waiting_for_vectors=exc.waiting)
     except KeyboardInterrupt:
-        # Every write is one transaction: interrupted, it was rolled back whole.
+        # Every write is one transaction: interrupted, it was rolled back whole (or,
+        # as it committed, kept whole); never half done.
         return _fail(args, KeyboardInterrupt("interrupted"), EXIT_INTERRUPTED, "interrupted")
     return int(result or EXIT_OK)
 

@@ -37,6 +37,12 @@ from .migrations import LATEST_VERSION, refuse_foreign
 
 T = TypeVar("T")
 
+
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """A Ctrl-C that Python raised as a COMMIT returned, once the transaction was
+    committed. The program stops as it would, but a caller that reports what it
+    stored (an import) can tell that the write is kept."""
+
 # How long one call may wait, in total, for other connections' locks.
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 # SQLite's own busy handler sleeps in steps that grow to 100 ms, leaving the lock
@@ -355,6 +361,13 @@ class Database:
                 if not (is_busy(exc) and conn.in_transaction) or time.monotonic() >= end:
                     self._rollback(conn)
                     raise translate(exc, self.path, action, self.busy_timeout) from exc
+            except KeyboardInterrupt as exc:
+                # Python raises a Ctrl-C that came during the COMMIT as the call
+                # returns, whether or not it committed: only the connection can tell.
+                if conn.in_transaction:
+                    self._rollback(conn)
+                    raise
+                raise InterruptedAfterCommit(f"interrupted as the {action} committed; it is kept") from exc
             delay = _sleep(delay, end)
 
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, action: str) -> StorageError:
