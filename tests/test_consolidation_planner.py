@@ -22,6 +22,7 @@ from mnemosyne.core.consolidation import (
 )
 from mnemosyne.core.dedup import DupRules
 from mnemosyne.core.fingerprint import content_hash
+from mnemosyne.core.hold_back import count_changes, hold_back
 from mnemosyne.core.summarise import summary_header, without_quotes_of
 from mnemosyne.testing import HashEmbedder
 
@@ -114,6 +115,26 @@ def test_no_session_loses_sight_of_anything(spec):
             if not visible(before, session) or by_id[before.id].status != "consolidated":
                 continue
             assert any(visible(by_id[p], session) for p in parents[before.id])
+
+
+@settings(max_examples=150, deadline=None)
+@given(memory_lists, st.data())
+def test_a_plan_held_back_from_memories_changed_meanwhile_leaves_them_alone_and_loses_nothing(spec, data):
+    records = build(spec)
+    plan = plan_consolidation(records, NOW)
+    strengths = {r.id: r.strength for r in records}
+    assert count_changes(plan, strengths) == plan.counts
+    changed = data.draw(st.sets(st.sampled_from([r.id for r in records]))) if records else set()
+    kept, held = hold_back(plan, changed, strengths)
+    assert changed <= held and not held & (set(kept.updates) | {s for new in kept.created for s in new.sources})
+    assert kept.links == [link for link in plan.links if link in kept.links]  # a part of the plan, no more
+    assert all(plan.updates[m] == c for m, c in kept.updates.items()) and set(kept.created) <= set(plan.created)
+    after, links = apply(records, kept)
+    assert [r for r in after if r.id in held] == [r for r in records if r.id in held]
+    reachable = reachable_from_active(after, links)
+    assert all(r.status == "expired" or r.id in reachable for r in after)
+    targets = {dst for _, dst in links}
+    assert all(r.id in targets for r in after if r.status in ("consolidated", "superseded"))
 
 
 def test_merge_keeps_earliest_time_latest_sighting_count_and_highest_importance():

@@ -450,7 +450,9 @@ def test_a_new_value_supersedes_every_memory_stating_the_old_one(mem: Mnemosyne)
 
 
 @pytest.mark.parametrize("change", ["update", "forget"])
-def test_a_fact_changed_while_sleep_plans_is_planned_again(mem: Mnemosyne, monkeypatch, change: str):
+def test_a_fact_changed_while_sleep_plans_keeps_its_change_and_supersedes_nothing(
+    mem: Mnemosyne, monkeypatch, change: str
+):
     import mnemosyne.consolidate as consolidate
 
     # Recent, so that sleep plans no other change to the newer fact (decay) than the link.
@@ -469,6 +471,34 @@ def test_a_fact_changed_while_sleep_plans_is_planned_again(mem: Mnemosyne, monke
     assert mem.sleep().superseded == 0  # nothing states a newer window any more
     assert mem.get(old).status == "active"
     assert mem.recall("deploy window")[0].id == old
+
+
+def test_an_edit_during_planning_holds_back_only_what_sleep_ties_to_it(mem: Mnemosyne, monkeypatch):
+    # Steady edits must not starve sleep: each one holds back its own episode, no more.
+    episodes = [mem.remember_many([{"content": f"Deploy {e} step {i}: ran migration batch {e}{i}.",
+                                    "created_at": OLD + 10 * DAY + e * DAY + i * 60} for i in range(3)])
+                for e in range(3)]
+    take = SleepStore.snapshot
+
+    def then_another_process_edits(self: SleepStore):  # every planning round meets an edit
+        taken = take(self)
+        with Mnemosyne(session_id="agent", db_path=mem.db_path, embedder="none") as other:
+            other.update(episodes[1][0], importance=0.6)
+        return taken
+
+    monkeypatch.setattr(SleepStore, "snapshot", then_another_process_edits)
+    first = mem.sleep()  # before: LeaseHeldError, "memories kept changing", after three rounds
+    monkeypatch.undo()
+    assert mem.get(episodes[1][0]).importance == 0.6  # the edit stands
+    assert {mem.get(i).status for i in episodes[1]} == {"active"}  # its episode waits...
+    assert {mem.get(i).status for i in episodes[0] + episodes[2]} == {"consolidated"}
+    second = mem.sleep()
+    assert (first.summaries, second.summaries) == (2, 1)  # ... for the next sleep
+    assert {mem.get(i).status for i in episodes[1]} == {"consolidated"}
+    for report in (second, first):  # each undoes exactly what it applied
+        mem.undo_sleep(report.id)
+    assert {mem.get(i).status for i in sum(episodes, [])} == {"active"}
+    assert mem.get_stats().total == 9
 
 
 def test_an_edit_during_planning_does_not_void_the_decay_of_everything_else(

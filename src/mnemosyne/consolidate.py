@@ -39,13 +39,12 @@ from .core.timeutil import from_timestamp
 from .core.validation import check_flag, check_seconds, finite_number
 from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
 from .models import SleepReport
-from .storage.sqlite.consolidation import ConflictError, SleepStore
+from .storage.sqlite.consolidation import SleepStore
 
 log = logging.getLogger("mnemosyne.sleep")
 
 Summariser = Callable[[Sequence[str]], str]
 LEASE_TTL = 120.0
-_ATTEMPTS = 3
 
 
 class SleepStopped(Exception):
@@ -77,45 +76,42 @@ def run_sleep(
 
     sleeper.acquire_lease(holder, LEASE_TTL)
     try:
-        for attempt in range(_ATTEMPTS):
-            check_stop()
-            snapshot = sleeper.snapshot()
-            vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
-            check_stop()
-            plan = plan_consolidation(
-                snapshot.records, started if now is None else now, policy, vectors=vecs,
-                summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
-                episode_labels=snapshot.labels, unshared=snapshot.unshared,
-            )
-            check_stop()
-            counts = _counts(plan)
-            run_id = new_id()
-            if dry_run:
-                # The rule counts say what a real run would do; the fields about the
-                # database itself (active_after, changed_rows) say what it is: untouched.
-                active = sleeper.count_active()
-                return _report(run_id, started, counts, active, active, 0, 0, dry_run=True)
-            contents: dict[str, str] = {}
-            fallbacks = 0
-            if summariser is not None and any(new.kind == "summary" for new in plan.created):
-                contents, fallbacks = _summarise(
-                    plan, summariser, summariser_timeout, policy, sleeper, holder)
-                judge_stored_summaries(plan, contents, snapshot.records, started if now is None else now, policy)
-                counts = _counts(plan)
-            new_ids = {new.key: new_id() for new in plan.created}
-            check_stop()
-            try:
-                applied = sleeper.apply(
-                    plan, snapshot, run_id, holder, contents, new_ids,
-                    {**counts, "summariser_fallbacks": fallbacks, "rule": consolidation_rule(policy)}, started,
-                )
-            except ConflictError as exc:
-                # A memory was updated or forgotten while we planned: plan again.
-                log.info("sleep: %s changed during planning (attempt %d); replanning", exc, attempt + 1)
-                continue
-            return _report(run_id, started, counts, applied.active_before, applied.active_after,
-                           applied.changed_rows, fallbacks)
-        raise LeaseHeldError("memories kept changing while sleep planned; try again when writes calm down")
+        check_stop()
+        snapshot = sleeper.snapshot()
+        vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
+        check_stop()
+        plan = plan_consolidation(
+            snapshot.records, started if now is None else now, policy, vectors=vecs,
+            summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
+            episode_labels=snapshot.labels, unshared=snapshot.unshared,
+        )
+        check_stop()
+        run_id = new_id()
+        if dry_run:
+            # The rule counts say what a real run would do; the fields about the
+            # database itself (active_after, changed_rows) say what it is: untouched.
+            active = sleeper.count_active()
+            return _report(run_id, started, plan.report_counts(), active, active, 0, 0, dry_run=True)
+        contents: dict[str, str] = {}
+        fallbacks = 0
+        if summariser is not None and any(new.kind == "summary" for new in plan.created):
+            contents, fallbacks = _summarise(
+                plan, summariser, summariser_timeout, policy, sleeper, holder)
+            judge_stored_summaries(plan, contents, snapshot.records, started if now is None else now, policy)
+        new_ids = {new.key: new_id() for new in plan.created}
+        check_stop()
+        # Memories edited or forgotten while it planned keep their edits; what the
+        # plan ties to them is held back for the next sleep, and the rest applied.
+        applied = sleeper.apply(
+            plan, snapshot, run_id, holder, contents, new_ids,
+            {**plan.report_counts(), "summariser_fallbacks": fallbacks, "rule": consolidation_rule(policy)},
+            started,
+        )
+        if applied.held_back:
+            log.info("sleep: %d memories changed while it planned; they wait for the next sleep",
+                     len(applied.held_back))
+        return _report(run_id, started, applied.plan.report_counts(), applied.active_before,
+                       applied.active_after, applied.changed_rows, fallbacks)
     finally:
         sleeper.release_lease(holder)
 
@@ -146,11 +142,6 @@ def _summarise(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return contents, fallbacks
-
-
-def _counts(plan: Plan) -> dict[str, int]:
-    keys = ("merged", "summaries", "summarised", "superseded", "expired", "promoted", "decayed", "reinforced")
-    return {key: int(plan.counts.get(key, 0)) for key in keys}
 
 
 def _report(run_id: str, started: float, counts: dict[str, int], before: int, after: int, changed: int,

@@ -177,6 +177,10 @@ class Link:
     kind: str  # 'summarises' | 'merges' | 'supersedes'
 
 
+# What a sleep report counts, per rule (SleepReport's fields of these names).
+COUNTED = ("merged", "summaries", "summarised", "superseded", "expired", "promoted", "decayed", "reinforced")
+
+
 @dataclass(slots=True)
 class Plan:
     """The changes one sleep makes: column updates, new memories, new links."""
@@ -189,6 +193,10 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not self.updates and not self.created and not self.links
+
+    def report_counts(self) -> dict[str, int]:
+        """The count of each rule's changes, as a sleep report gives them."""
+        return {name: int(self.counts.get(name, 0)) for name in COUNTED}
 
     def set(self, memory_id: str, **values: Any) -> None:
         self.updates.setdefault(memory_id, {}).update(values)

@@ -1,8 +1,9 @@
 """Sleep on SQLite: the lease, the planner's snapshot, and applying or undoing a plan.
 
 Reading the snapshot takes no lock (WAL readers never wait). Applying a plan is one
-``BEGIN IMMEDIATE`` transaction that first checks that nothing the plan touches
-changed since the snapshot, and records everything needed to undo it exactly.
+``BEGIN IMMEDIATE`` transaction that first finds what the plan touches that changed
+since the snapshot, holds back the changes tied to it (``core/hold_back.py``), and
+records everything needed to undo the rest exactly.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.consolidation import Plan, Record
+from ...core.hold_back import hold_back
 from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
 from .context_index import refresh_contexts
@@ -37,10 +38,6 @@ _RECORD_SQL = (
 )
 
 
-class ConflictError(Exception):
-    """A memory the plan touches changed after the snapshot; plan again."""
-
-
 @dataclass(slots=True)
 class Snapshot:
     records: list[Record]
@@ -57,7 +54,8 @@ class Applied:
     changed_rows: int
     active_before: int
     active_after: int
-    created_ids: dict[str, str] = field(default_factory=dict)  # plan key -> new memory id
+    plan: Plan  # what was applied: the plan without what memories changed meanwhile held back
+    held_back: set[str] = field(default_factory=set)  # memories left for the next sleep
 
 
 class SleepStore:
@@ -124,32 +122,30 @@ class SleepStore:
         self, plan: Plan, snapshot: Snapshot, run_id: str, holder: str, contents: dict[str, str],
         new_ids: dict[str, str], report: dict[str, Any], started_at: float,
     ) -> Applied:
-        """Apply ``plan`` in one transaction and record the run; raise ConflictError if stale."""
+        """Apply ``plan`` in one transaction and record the run, holding back the
+        changes tied to memories edited or forgotten since ``snapshot``."""
         now = time.time()
         with self._db.write("apply a sleep") as conn:
             lease = conn.execute("SELECT holder FROM leases WHERE name = ?", (SLEEP_LEASE,)).fetchone()
             if lease is None or lease["holder"] != holder:
                 raise LeaseHeldError("the sleep lease expired and was taken over; this sleep changed nothing")
-            # Every memory the plan read to decide, besides what it changes: what a new
-            # summary quotes, and both ends of every link (the newer fact a "supersedes"
+            # Every memory the plan changes or read to decide: what a new memory is
+            # made of, and both ends of every link (the newer fact a "supersedes"
             # starts from).
             created = {new.key for new in plan.created}
-            read = (
-                {s for new in plan.created for s in new.sources}
+            touched = (
+                set(plan.updates) | {s for new in plan.created for s in new.sources}
                 | {end for link in plan.links for end in (link.src, link.dst) if end not in created}
             )
-            # A strength the plan only recomputed (decay) is no reason to plan the whole
-            # run again when its memory changed meanwhile: one edit a second would starve
-            # sleep, as decay touches almost every memory. It waits for the next sleep.
-            strength_only = {m for m, changes in plan.updates.items() if set(changes) == {"strength"}} - read
-            self._check_unchanged(conn, (set(plan.updates) - strength_only) | read, snapshot.updated_at)
-            stale = {m for m in strength_only if _changed(conn, m, snapshot.updated_at)}
+            edited = {m for m in touched if _changed(conn, m, snapshot.updated_at)}
+            held: set[str] = set()
+            if edited:
+                plan, held = hold_back(plan, edited, {r.id: r.strength for r in snapshot.records})
+                report = {**report, **plan.report_counts()}
             active_before = _active(conn)
             undo: dict[str, Any] = {"updates": {}, "inserted": []}
             moved = _Moved()
             for memory_id, changes in plan.updates.items():
-                if memory_id in stale:
-                    continue
                 columns = [c for c in _MUTABLE if c in changes]
                 old = conn.execute(
                     f"SELECT {', '.join(columns)}, updated_at FROM memories WHERE id = ?", (memory_id,)
@@ -211,18 +207,11 @@ class SleepStore:
                 "INSERT INTO meta (key, value) VALUES ('last_sleep_at', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (repr(now),),
             )
-        return Applied(run_id, changed, active_before, active_after, dict(new_ids))
+        return Applied(run_id, changed, active_before, active_after, plan, held)
 
     def count_active(self) -> int:
         with self._db.read() as conn:
             return _active(conn)
-
-    def _check_unchanged(
-        self, conn: sqlite3.Connection, ids: Iterable[str], expected: dict[str, float]
-    ) -> None:
-        for memory_id in ids:
-            if _changed(conn, memory_id, expected):
-                raise ConflictError(memory_id)
 
     # -- undoing --------------------------------------------------------------------
 
