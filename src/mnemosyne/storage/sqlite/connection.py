@@ -43,6 +43,7 @@ class InterruptedAfterCommit(KeyboardInterrupt):
     committed. The program stops as it would, but a caller that reports what it
     stored (an import) can tell that the write is kept."""
 
+
 # How long one call may wait, in total, for other connections' locks.
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 # SQLite's own busy handler sleeps in steps that grow to 100 ms, leaving the lock
