@@ -14,9 +14,9 @@ functions that use one default instance (session ``"default"``, database at
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
+from . import _fork
 from .errors import (
     BackupError,
     CorruptDatabaseError,
@@ -84,7 +84,7 @@ def __getattr__(name: str) -> Any:
 
 
 _default: Mnemosyne | None = None
-_default_lock = threading.Lock()
+_default_lock = _fork.Lock()
 
 
 def _default_instance() -> Mnemosyne:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from . import background
+from . import _fork, background
 from .embedding import EmbedderSlot
 from .errors import StorageError
 from .storage.sqlite import SQLiteStore
@@ -28,7 +28,7 @@ class Backfill:
     def __init__(self, store: SQLiteStore, slot: EmbedderSlot) -> None:
         self._store = store
         self._slot = slot
-        self._lock = threading.Lock()
+        self._lock = _fork.Lock()  # one pass at a time; a fork's child may start its own
         self._stop = threading.Event()  # for good: the instance is closing
         self._take_over = threading.Event()  # a caller of run() finishes the background pass
         self._thread: threading.Thread | None = None

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol, TypeVar
 
+from . import _fork
+
 T = TypeVar("T")
 
 _lock = threading.Lock()
@@ -26,7 +28,10 @@ def submit(fn: Callable[[], T]) -> Future[T]:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemosyne")
+            # Recall waits for its pool work from inside a read: the pool never waits for a fork.
+            _pool = ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="mnemosyne", initializer=_fork.never_wait_in_this_thread
+            )
         return _pool.submit(fn)
 
 

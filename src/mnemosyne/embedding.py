@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from . import _fork
 from .core.signature import same_embedder
 from .embedders import registry
 from .embedders.base import Embedder, normalise_rows
@@ -53,7 +53,7 @@ class EmbedderSlot:
         # Texts the model answered without a vector (refused, or all zeros), by digest,
         # with when to ask again: not at every recall and backfill pass.
         self._no_vector: dict[bytes, float] = {}
-        self._no_vector_lock = threading.Lock()  # threads write it while retry_now sweeps it
+        self._no_vector_lock = _fork.Lock()  # threads write it while retry_now sweeps it
         self._missed = False  # this slot stored memories without a vector while the model failed
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
@@ -201,7 +201,7 @@ class EmbedderSlot:
 # wait out the endpoint's timeout and log the failure again. (One that waits longer
 # may get answers a hastier one gave up on.) Other models keep theirs per slot.
 _ENDPOINT_FAILURES: dict[tuple[str, str, str, object], dict[str, float]] = {}
-_FAILURES_LOCK = threading.Lock()
+_FAILURES_LOCK = _fork.Lock()
 
 
 def _address(embedder: Embedder | None) -> str | None:

@@ -9,11 +9,12 @@ then random bits.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import uuid
 
-_lock = threading.Lock()
+from .. import _fork
+
+_lock = _fork.Lock()
 _last_ms = 0
 _counter = 0
 

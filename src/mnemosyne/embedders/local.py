@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _fork
 from ..errors import EmbedderError, InvalidInputError, MissingDependencyError
 from .base import normalise_rows
 
@@ -85,7 +85,7 @@ class LocalEmbedder:
         self._threads = _thread_count(threads)
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
-        self._load_lock = threading.Lock()
+        self._load_lock = _fork.Lock()
 
     def load(self) -> None:
         """Load the model now rather than on the first ``embed`` (safe to repeat)."""

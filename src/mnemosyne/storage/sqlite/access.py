@@ -13,11 +13,11 @@ then: scripts and CLI commands often end without ``close()``.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import weakref
 from collections.abc import Iterable
 
+from ... import _fork
 from ...errors import MnemosyneError
 from .connection import Database
 
@@ -34,7 +34,7 @@ class AccessRecorder:
         self._db = db
         self.batch, self.interval, self.lock_wait, self.max_pending = batch, interval, lock_wait, max_pending
         self._pending: dict[str, list[float]] = {}  # id -> [hits, last access time]
-        self._lock = threading.Lock()
+        self._lock = _fork.Lock()
         self._last_flush = time.monotonic()
         # Holds what a flush needs but not the recorder, so the recorder can still be
         # collected; runs when it is, or at exit, whichever comes first.
@@ -70,7 +70,7 @@ class AccessRecorder:
 
 
 def _flush(
-    db: Database, pending: dict[str, list[float]], lock: threading.Lock, lock_wait: float, max_pending: int
+    db: Database, pending: dict[str, list[float]], lock: _fork.Lock, lock_wait: float, max_pending: int
 ) -> bool:
     with lock:
         batch = dict(pending)
@@ -103,7 +103,7 @@ def _flush(
         return False
 
 
-def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: threading.Lock) -> None:
+def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: _fork.Lock) -> None:
     """The last flush of a recorder dropped without close(), or still open at exit."""
     if pending and not db.closed:
         _flush(db, pending, lock, lock_wait=1.0, max_pending=len(pending))

@@ -9,21 +9,29 @@ call's deadline (``busy_timeout``); only then does it surface, as
 :class:`DatabaseBusyError`. No ``sqlite3`` exception ever reaches a caller: every
 driver error is translated into the matching :class:`StorageError` with the
 original chained as ``__cause__``.
+
+A process may fork while its threads use the database (see :mod:`mnemosyne._fork`):
+every operation here is database work a fork waits for, and the child never uses
+the parent's connections. It closes them, so that SQLite forgets what it recorded
+of the parent's locks on each file and the child's own connections take real ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from ... import _fork
 from ...errors import (
     CorruptDatabaseError,
     DatabaseBusyError,
@@ -167,6 +175,7 @@ class Database:
         # never create one, and a write checks it is still the file at the path: one
         # deleted or replaced under a running process would take writes into the void.
         self._file: tuple[int, int] | None = None
+        _databases.add(self)
 
     def connect(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
@@ -182,6 +191,8 @@ class Database:
         return conn
 
     def _open(self) -> sqlite3.Connection:
+        if _files_forked_mid_transaction and file_identity(self._absolute) in _files_forked_mid_transaction:
+            raise self._forked_mid_transaction()
         first = self._file is None
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves, so no
@@ -245,24 +256,33 @@ class Database:
     def _using(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, marked in use until the block ends; closed then if
         the database was closed meanwhile."""
-        conn = self.connect()
-        with self._all_lock:
-            if self._closed:
-                raise StorageError(f"{self.path} is closed; open a new Mnemosyne instance", self.path)
-            self._in_use[conn] = self._in_use.get(conn, 0) + 1
+        _fork.enter()
         try:
-            yield conn
-        finally:
+            conn = self.connect()
             with self._all_lock:
-                depth = self._in_use.pop(conn) - 1
-                if depth:
-                    self._in_use[conn] = depth
-                last_user = not depth and self._closed and conn in self._all
-                if last_user:
-                    self._all.remove(conn)
+                if self._closed:
+                    raise StorageError(f"{self.path} is closed; open a new Mnemosyne instance", self.path)
+                self._in_use[conn] = self._in_use.get(conn, 0) + 1
+            try:
+                yield conn
+            finally:
+                self._done_with(conn)
+        finally:
+            _fork.leave()
+
+    def _done_with(self, conn: sqlite3.Connection) -> None:
+        if conn in _left_by_parent:  # in a forked child, by the thread that forked
+            return
+        with self._all_lock:
+            depth = self._in_use.pop(conn) - 1
+            if depth:
+                self._in_use[conn] = depth
+            last_user = not depth and self._closed and conn in self._all
             if last_user:
-                self._local.conn = None
-                conn.close()
+                self._all.remove(conn)
+        if last_user:
+            self._local.conn = None
+            conn.close()
 
     def run(self, action: str, fn: Callable[[sqlite3.Connection], T], deadline: float | None = None) -> T:
         """Call ``fn(conn)`` outside any transaction, retrying while the database is busy."""
@@ -351,6 +371,8 @@ class Database:
 
     def _finish(self, conn: sqlite3.Connection, action: str, end: float) -> None:
         """COMMIT, retrying if busy (possible outside WAL mode, e.g. on a network disk)."""
+        if conn in _left_by_parent:  # the parent's transaction, which commits there
+            raise self._forked_mid_transaction()
         delay = _BACKOFF_START_S
         while True:
             try:
@@ -387,8 +409,17 @@ class Database:
             self.path,
         )
 
+    def _forked_mid_transaction(self) -> StorageError:
+        return StorageError(
+            f"this process was forked while its parent was inside a transaction on {self.path}, and "
+            "cannot use that file: SQLite's record of the parent's locks on it came along and cannot "
+            "be undone here. Fork outside database work (not inside an export or a snapshot, say), or "
+            "start the process another way (multiprocessing's 'spawn' or 'forkserver')",
+            self.path,
+        )
+
     def _rollback(self, conn: sqlite3.Connection) -> None:
-        if not conn.in_transaction:
+        if not conn.in_transaction or conn in _left_by_parent:
             return
         try:
             conn.execute("ROLLBACK")
@@ -398,6 +429,8 @@ class Database:
             self._discard(conn)
 
     def _discard(self, conn: sqlite3.Connection) -> None:
+        if conn in _left_by_parent:
+            return
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None
         with self._all_lock:
@@ -427,15 +460,56 @@ class Database:
     def close(self) -> None:
         """Close every thread's connection: idle ones now, one in use when its thread's
         operation ends (later operations raise :class:`StorageError`)."""
-        with self._all_lock:
-            self._closed = True
-            idle = [conn for conn in self._all if conn not in self._in_use]
-            self._all = [conn for conn in self._all if conn in self._in_use]
-        for conn in idle:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+        _fork.enter()
+        try:
+            with self._all_lock:
+                self._closed = True
+                idle = [conn for conn in self._all if conn not in self._in_use]
+                self._all = [conn for conn in self._all if conn in self._in_use]
+            for conn in idle:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+        finally:
+            _fork.leave()
+
+    def _forget_parent(self, parent_inside_a_transaction: bool) -> None:
+        """In a forked child: stop using the parent's connections.
+
+        Idle ones are closed: SQLite then forgets the locks it recorded for them,
+        which this process does not hold. Those of a file the parent was inside a
+        transaction on are kept, never touched again: closing one would roll the
+        parent's transaction back in memory the two processes share.
+        """
+        for conn in self._all:
+            if parent_inside_a_transaction:
+                _left_by_parent.add(conn)
+            else:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+        self._all, self._in_use = [], {}
+        self._local = threading.local()
+        self._all_lock = threading.Lock()
+
+
+# What a forked child needs (see _forget_parent_connections): every Database of the
+# process, the files its parent was inside a transaction on, and the parent's
+# connections to them, kept here so that they are never closed.
+_databases: weakref.WeakSet[Database] = weakref.WeakSet()
+_files_forked_mid_transaction: set[tuple[int, int]] = set()
+_left_by_parent: set[sqlite3.Connection] = set()
+
+
+def _forget_parent_connections() -> None:
+    databases = list(_databases)
+    busy = {db._file for db in databases if db._in_use and db._file is not None}
+    _files_forked_mid_transaction.update(busy)
+    for db in databases:
+        db._forget_parent(parent_inside_a_transaction=db._file in busy)
+
+
+os.register_at_fork(after_in_child=_forget_parent_connections)
 
 
 def file_identity(path: Path) -> tuple[int, int] | None:

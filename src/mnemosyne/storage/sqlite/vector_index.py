@@ -18,11 +18,11 @@ triggers, and a changed epoch means a full reload. Both checks are one cheap que
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterable
 
 import numpy as np
 
+from ... import _fork
 from ..base import Filters, Neighbours
 
 STATUS_CODES = {"active": 0, "consolidated": 1, "superseded": 2, "expired": 3}
@@ -87,7 +87,7 @@ class VectorIndex:
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
-        self._lock = threading.Lock()
+        self._lock = _fork.Lock()
         self._epoch: str | None = None
         self._clear()
 
