@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.dr.doctor import diagnose
@@ -81,3 +84,40 @@ def test_closing_while_other_threads_use_the_instance_is_a_typed_error(tmp_path:
                               capture_output=True, text=True, timeout=120)
         assert (done.returncode, done.stdout.strip()) == (0, "['StorageError']"), done.stderr
     assert diagnose(tmp_path / "m.db").ok
+
+
+def files_open_on(db: Path) -> int:
+    """How many files this process holds open on the database (its -wal and -shm included)."""
+    names = {str(db), f"{db}-wal", f"{db}-shm"}
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except FileNotFoundError:  # the listing's own, closed since
+            pass
+    return sum(target in names for target in targets)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files in /proc")
+def test_threads_that_end_leave_no_connection_open(tmp_path: Path):
+    # As a server runs requests: each on a thread that ends after a while. Each thread
+    # kept its connection (two open files) until close(), and a long-running server
+    # ran out of file descriptors.
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("hello world")
+
+        def recall_on_new_threads(count: int) -> int:
+            for _ in range(count):
+                thread = threading.Thread(target=mem.recall, args=("hello",))
+                thread.start()
+                thread.join()
+            mem.get_stats()  # the next operation closes what ended threads left
+            return files_open_on(db)
+
+        after_ten = recall_on_new_threads(10)
+        after_many_more = recall_on_new_threads(300)
+        # This thread's connection (the file, -wal, -shm), and a file SQLite may keep
+        # open to reuse while this process holds locks on the database.
+        assert after_many_more == after_ten <= 4
+    assert files_open_on(db) == 0

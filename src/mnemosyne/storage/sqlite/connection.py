@@ -1,14 +1,14 @@
 """SQLite connections that many threads and processes can share safely.
 
 Each thread gets its own connection (sqlite3 connections must not be shared across
-threads mid-transaction). Writes take the write lock up front (``BEGIN IMMEDIATE``)
-so two writers never deadlock upgrading read locks; reads run in a short read
-transaction, so a multi-query read sees one consistent snapshot. Contention on
-BEGIN, on the first read and on COMMIT is retried with jittered backoff until the
-call's deadline (``busy_timeout``); only then does it surface, as
-:class:`DatabaseBusyError`. No ``sqlite3`` exception ever reaches a caller: every
-driver error is translated into the matching :class:`StorageError` with the
-original chained as ``__cause__``.
+threads mid-transaction), closed by the next operation once its thread has ended.
+Writes take the write lock up front (``BEGIN IMMEDIATE``) so two writers never
+deadlock upgrading read locks; reads run in a short read transaction, so a
+multi-query read sees one consistent snapshot. Contention on BEGIN, on the first
+read and on COMMIT is retried with jittered backoff until the call's deadline
+(``busy_timeout``); only then does it surface, as :class:`DatabaseBusyError`. No
+``sqlite3`` exception ever reaches a caller: every driver error is translated into
+the matching :class:`StorageError` with the original chained as ``__cause__``.
 
 A process may fork while its threads use the database (see :mod:`mnemosyne._fork`):
 every operation here is database work a fork waits for, and the child never uses
@@ -26,6 +26,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,6 +149,10 @@ def translate(exc: BaseException, path: Path, action: str, waited: float | None 
     return StorageError(f"cannot {action} on {path}: {exc}", path)
 
 
+class _ThreadMark:
+    """Kept in one thread's local storage only: it is gone once that thread has ended."""
+
+
 class Database:
     """Per-thread connections to one SQLite file, with safe read and write transactions.
 
@@ -165,8 +170,13 @@ class Database:
             raise StorageError(f"cannot open {path}: the working directory it is relative to is gone", path) from exc
         self.busy_timeout = float(busy_timeout)
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        # Every open connection, with a weak reference to its thread's _ThreadMark.
+        self._all: dict[sqlite3.Connection, weakref.ref[_ThreadMark]] = {}
         self._all_lock = threading.Lock()
+        # Connections whose thread has ended, for the next operation to close: a
+        # server runs calls on worker threads that come and go, and each would
+        # otherwise leave a connection (two open files) behind until close().
+        self._ended: deque[sqlite3.Connection] = deque()
         # How many operations each connection is inside: close() must not pull one
         # out from under a thread that is using it (that crashed the interpreter).
         self._in_use: dict[sqlite3.Connection, int] = {}
@@ -184,10 +194,14 @@ class Database:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._open()
-            self._local.conn = conn
-            self._local.wait_ms = -1
+            # The mark lives only in this thread's local storage, which dies with the
+            # thread: its weak reference then hands the connection over to be closed.
+            # Not closed right there: it must be closed inside database work (_using),
+            # which a fork waits for.
+            mark, ended = _ThreadMark(), self._ended
+            self._local.conn, self._local.mark, self._local.wait_ms = conn, mark, -1
             with self._all_lock:
-                self._all.append(conn)
+                self._all[conn] = weakref.ref(mark, lambda _: ended.append(conn))
         return conn
 
     def _open(self) -> sqlite3.Connection:
@@ -258,6 +272,8 @@ class Database:
         the database was closed meanwhile."""
         _fork.enter()
         try:
+            if self._ended:
+                self._close_ended()
             conn = self.connect()
             with self._all_lock:
                 if self._closed:
@@ -279,10 +295,25 @@ class Database:
                 self._in_use[conn] = depth
             last_user = not depth and self._closed and conn in self._all
             if last_user:
-                self._all.remove(conn)
+                del self._all[conn]
         if last_user:
             self._local.conn = None
             conn.close()
+
+    def _close_ended(self) -> None:
+        """Close the connections of threads that have ended."""
+        while True:
+            try:
+                conn = self._ended.popleft()
+            except IndexError:  # none left (another thread may have taken the last)
+                return
+            with self._all_lock:
+                if self._all.pop(conn, None) is None:  # closed meanwhile
+                    continue
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
 
     def run(self, action: str, fn: Callable[[sqlite3.Connection], T], deadline: float | None = None) -> T:
         """Call ``fn(conn)`` outside any transaction, retrying while the database is busy."""
@@ -434,8 +465,7 @@ class Database:
         if getattr(self._local, "conn", None) is conn:
             self._local.conn = None
         with self._all_lock:
-            if conn in self._all:
-                self._all.remove(conn)
+            self._all.pop(conn, None)
         try:
             conn.close()
         except sqlite3.Error:
@@ -465,7 +495,8 @@ class Database:
             with self._all_lock:
                 self._closed = True
                 idle = [conn for conn in self._all if conn not in self._in_use]
-                self._all = [conn for conn in self._all if conn in self._in_use]
+                self._all = {conn: mark for conn, mark in self._all.items() if conn in self._in_use}
+                self._ended.clear()
             for conn in idle:
                 try:
                     conn.close()
@@ -488,7 +519,7 @@ class Database:
             else:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
-        self._all, self._in_use = [], {}
+        self._all, self._in_use, self._ended = {}, {}, deque()
         self._local = threading.local()
         self._all_lock = threading.Lock()
 
