@@ -222,3 +222,33 @@ def test_a_fork_waits_only_so_long_for_a_read_another_thread_leaves_open(tmp_pat
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [0, True, 11], done.stderr
     assert "still inside database work" in done.stderr
+
+
+A_DUMP_BEGUN_IN_A_THREAD_THAT_ENDED = PRELUDE + """
+import gc
+import mnemosyne._fork
+
+mnemosyne._fork.FORK_WAIT_S = 5.0
+parent = Mnemosyne(session_id="parent", db_path=db, embedder="none")
+parent.remember_many([f"note {i}" for i in range(50)])
+dump = parent._store.iter_dump()  # a generator: its read snapshot lives between items
+read = []
+begun = threading.Thread(target=lambda: read.append(next(dump)))
+begun.start()
+begun.join()
+del begun
+gc.collect()  # the thread's connection is queued for closing...
+parent.get_stats()  # ...and the next operation must not close it under the dump
+read.extend(dump)  # read on, and closed, in this thread
+started = time.monotonic()
+worker = run(lambda: Mnemosyne(session_id="worker", db_path=db, embedder="none").remember("x"))
+waited = time.monotonic() - started
+print(json.dumps([sum(kind == "memory" for kind, _ in read), outcome(worker), waited < 2]))
+"""
+
+
+def test_a_dump_begun_in_a_thread_that_ended_reads_on_elsewhere_and_then_lets_forks_be(tmp_path: Path):
+    done = subprocess.run([sys.executable, "-c", A_DUMP_BEGUN_IN_A_THREAD_THAT_ENDED, str(tmp_path / "m.db")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [50, 0, True], done.stderr

@@ -39,28 +39,48 @@ _lock = threading.Lock()
 _state_changed = threading.Condition(_lock)
 _threads_inside = 0
 _forking = False
-_this_thread = threading.local()  # .depth: how deep in nested work; .never_waits
+_this_thread = threading.local()  # .work: this thread's Work
 
 
-def enter() -> None:
-    """Start database work in this thread (work nests); first wait for a fork under way."""
+class Work:
+    """One thread's database work: how deep it is nested, and whether the thread may
+    wait for a fork. Work begun in one thread may end in another (a dump generator
+    read on, or closed, elsewhere): it ends in the thread it began in."""
+
+    __slots__ = ("depth", "never_waits")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.never_waits = False
+
+
+def _work_here() -> Work:
+    work: Work | None = getattr(_this_thread, "work", None)
+    if work is None:
+        work = _this_thread.work = Work()
+    return work
+
+
+def enter() -> Work:
+    """Start database work in this thread (work nests); first wait for a fork under
+    way. Hand what it returns to :func:`leave`."""
     global _threads_inside
-    depth = getattr(_this_thread, "depth", 0)
-    if depth == 0:
+    work = _work_here()
+    if work.depth == 0:
         with _lock:
-            while _forking and not getattr(_this_thread, "never_waits", False):
+            while _forking and not work.never_waits:
                 _state_changed.wait()
             _threads_inside += 1
-    _this_thread.depth = depth + 1
+    work.depth += 1
+    return work
 
 
-def leave() -> None:
-    """End what :func:`enter` started."""
+def leave(work: Work) -> None:
+    """End what :func:`enter` started, in whichever thread."""
     global _threads_inside
-    depth = _this_thread.depth - 1
-    _this_thread.depth = depth
-    if depth == 0:
-        with _lock:
+    with _lock:
+        work.depth -= 1
+        if work.depth == 0:
             _threads_inside -= 1
             if _forking:
                 _state_changed.notify_all()
@@ -68,14 +88,14 @@ def leave() -> None:
 
 def inside_here() -> bool:
     """Whether this thread is inside database work."""
-    return getattr(_this_thread, "depth", 0) > 0
+    return _work_here().depth > 0
 
 
 def never_wait_in_this_thread() -> None:
     """For a thread doing work that others wait for from inside theirs (recall's
     pool): were it to wait for a fork, they would never leave, and the fork would
     wait for them."""
-    _this_thread.never_waits = True
+    _work_here().never_waits = True
 
 
 def _before_fork() -> None:

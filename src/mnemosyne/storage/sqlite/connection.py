@@ -270,7 +270,7 @@ class Database:
     def _using(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, marked in use until the block ends; closed then if
         the database was closed meanwhile."""
-        _fork.enter()
+        work = _fork.enter()
         try:
             if self._ended:
                 self._close_ended()
@@ -284,7 +284,7 @@ class Database:
             finally:
                 self._done_with(conn)
         finally:
-            _fork.leave()
+            _fork.leave(work)
 
     def _done_with(self, conn: sqlite3.Connection) -> None:
         if conn in _left_by_parent:  # in a forked child, by the thread that forked
@@ -294,21 +294,25 @@ class Database:
             if depth:
                 self._in_use[conn] = depth
             last_user = not depth and self._closed and conn in self._all
-            if last_user:
+            # A read its thread left open (a dump generator read on elsewhere) ends here.
+            thread_ended = not depth and conn in self._all and self._all[conn]() is None
+            if last_user or thread_ended:
                 del self._all[conn]
         if last_user:
             self._local.conn = None
+        if last_user or thread_ended:
             conn.close()
 
     def _close_ended(self) -> None:
-        """Close the connections of threads that have ended."""
+        """Close the connections of threads that have ended (one still in use is
+        closed when that use ends)."""
         while True:
             try:
                 conn = self._ended.popleft()
             except IndexError:  # none left (another thread may have taken the last)
                 return
             with self._all_lock:
-                if self._all.pop(conn, None) is None:  # closed meanwhile
+                if conn in self._in_use or self._all.pop(conn, None) is None:  # in use, or closed meanwhile
                     continue
             try:
                 conn.close()
@@ -490,7 +494,7 @@ class Database:
     def close(self) -> None:
         """Close every thread's connection: idle ones now, one in use when its thread's
         operation ends (later operations raise :class:`StorageError`)."""
-        _fork.enter()
+        work = _fork.enter()
         try:
             with self._all_lock:
                 self._closed = True
@@ -503,7 +507,7 @@ class Database:
                 except sqlite3.Error:
                     pass
         finally:
-            _fork.leave()
+            _fork.leave(work)
 
     def _forget_parent(self, parent_inside_a_transaction: bool) -> None:
         """In a forked child: stop using the parent's connections.
