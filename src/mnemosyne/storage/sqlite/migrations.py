@@ -289,6 +289,7 @@ def rebuilt_by_upgrade(version: int) -> frozenset[str]:
     """The derived indexes that upgrading a database of schema ``version`` rebuilds."""
     return frozenset(name for m in MIGRATIONS if m.version > version for name in m.rebuilds)
 
+
 BOOKKEEPING = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
