@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -252,3 +253,26 @@ def test_a_dump_begun_in_a_thread_that_ended_reads_on_elsewhere_and_then_lets_fo
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [50, 0, True], done.stderr
+
+
+def test_no_database_work_begins_between_a_forks_wait_and_the_fork():
+    # recall's pool threads never wait for a fork (their callers wait for them from
+    # inside a read), but none may begin work while the fork is being made.
+    from mnemosyne import _fork
+
+    entered = threading.Event()
+
+    def pool_work() -> None:
+        _fork.never_wait_in_this_thread()
+        _fork.leave(_fork.enter())
+        entered.set()
+
+    _fork._before_fork()  # as os.fork() calls it; the fork itself would come next
+    try:
+        worker = threading.Thread(target=pool_work)
+        worker.start()
+        assert not entered.wait(0.3)
+    finally:
+        _fork._after_fork_in_parent()
+    assert entered.wait(5)
+    worker.join()

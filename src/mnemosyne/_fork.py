@@ -101,22 +101,25 @@ def never_wait_in_this_thread() -> None:
 def _before_fork() -> None:
     global _forking
     mine = 1 if inside_here() else 0  # the forking thread's own work cannot end first
-    with _state_changed:
-        while _forking:  # another thread's fork first
-            _state_changed.wait()
-        _forking = True
-        if not _state_changed.wait_for(lambda: _threads_inside == mine, FORK_WAIT_S):
-            log.warning(
-                "forking while %d other threads are still inside database work after %g s: the "
-                "child cannot use the databases they have open", _threads_inside - mine, FORK_WAIT_S,
-            )
+    # Held until the fork is made (released after it, in the parent): a thread that
+    # never waits for a fork (recall's pool) still waits for this lock, so no work
+    # begins between the wait below and the fork.
+    _lock.acquire()
+    while _forking:  # another thread's fork first
+        _state_changed.wait()
+    _forking = True
+    if not _state_changed.wait_for(lambda: _threads_inside == mine, FORK_WAIT_S):
+        log.warning(
+            "forking while %d other threads are still inside database work after %g s: the "
+            "child cannot use the databases they have open", _threads_inside - mine, FORK_WAIT_S,
+        )
 
 
 def _after_fork_in_parent() -> None:
     global _forking
-    with _state_changed:
-        _forking = False
-        _state_changed.notify_all()
+    _forking = False
+    _state_changed.notify_all()
+    _lock.release()
 
 
 def _after_fork_in_child() -> None:
