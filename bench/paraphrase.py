@@ -7,7 +7,8 @@ words ("what typeface does the customer use" for "The font is Inter."). All thir
 are stored in one database; each question is recalled with the default top_k.
 Reported: how often the answer is the first result and among the results at all,
 and how many other memories come back with it (none of them answers the question,
-so fewer is better). Words cannot find these answers: only meaning can.
+so fewer is better). Words cannot find these answers: only meaning can. Then twenty
+questions that no memory answers: whatever they return is noise.
 """
 
 from __future__ import annotations
@@ -52,6 +53,18 @@ PAIRS = [
 ]
 
 
+# Questions none of the thirty memories answers: whatever comes back is noise.
+NO_ANSWER = [
+    "what is my passport number", "which airline do I usually fly with", "what's my wife's shoe size",
+    "how many siblings do I have", "what is the wifi password at the office", "who is my dentist",
+    "what is the name of my landlord", "what's the capital of Australia", "recommend a good book",
+    "what's my blood type", "how tall am I", "which bank holds my mortgage",
+    "what did the plumber quote", "what is my car's license plate", "what's my favourite colour",
+    "who is the CEO of the company", "what's the API rate limit", "which browser does the customer use",
+    "what's the Slack channel for incidents", "what is my daughter's teacher called",
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default="local", help="embedder spec (default: local, the bundled model)")
@@ -65,11 +78,16 @@ def main() -> None:
             first += results[:1] == [answer_id]
             found += answer_id in results
             others += len(results) - (answer_id in results)
+        noise = [len(mem.recall(question)) for question in NO_ANSWER]
     n = len(PAIRS)
     print(f"\nParaphrases, {n} questions over {n} memories ({args.embedder})\n")
     print("| answer first | answer returned | other memories returned per question |")
     print("|---|---|---|")
     print(f"| {first / n:.2f} | {found / n:.2f} | {others / n:.2f} |")
+    print(f"\n{len(NO_ANSWER)} questions none of them answers\n")
+    print("| questions with any result | results per question |")
+    print("|---|---|")
+    print(f"| {sum(map(bool, noise)) / len(noise):.2f} | {sum(noise) / len(noise):.2f} |")
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ def test_asked_for_old_values_too_recall_ranks_the_current_one_first(mem: Mnemos
     assert mem.sleep().superseded == 1
     found = mem.recall("which day is the deploy day", include_consolidated=True, explain=True)
     assert [m.id for m in found] == [new, old]
-    assert (found[0].explanation["superseded"], found[1].explanation["superseded"]) == (1.0, 0.5)
+    assert (found[0].explanation["superseded"], found[1].explanation["superseded"]) == (1.0, 0.75)
 
 
 def test_a_correction_edited_to_another_subject_makes_the_old_value_current_again(mem: Mnemosyne):

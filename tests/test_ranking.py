@@ -49,15 +49,18 @@ def test_a_memory_found_by_meaning_alone_must_be_close():
     assert [r.key for r in ranked] == [1]
 
 
-def test_the_closest_by_meaning_is_a_result_below_the_floor_unless_it_is_noise():
-    # A question and its answer in other words: the closest, and those nearly as close.
-    ranked = fuse({}, [(1, 0.22), (2, 0.19), (3, 0.12)], {k: candidate() for k in (1, 2, 3)}, NOW)
-    assert [r.key for r in ranked] == [1, 2]
-    # Far below a close one, the same similarity is no result.
-    ranked = fuse({}, [(1, 0.62), (2, 0.22)], {1: candidate(), 2: candidate()}, NOW)
-    assert [r.key for r in ranked] == [1]
-    # Nothing close at all: nothing.
-    assert fuse({}, [(1, 0.12), (2, 0.08)], {1: candidate(), 2: candidate()}, NOW) == []
+def test_below_the_floor_only_the_closest_by_meaning_is_a_result_and_only_if_it_stands_out():
+    def results(hits: list[tuple[int, float]]) -> list[int]:
+        return [r.key for r in fuse({}, hits, {key: candidate() for key, _ in hits}, NOW)]
+
+    # A question and its answer in other words: the closest, clear of the rest.
+    assert results([(1, 0.27), (2, 0.2), (3, 0.12)]) == [1]
+    # The closest of several about as close: no result.
+    assert results([(1, 0.27), (2, 0.25), (3, 0.12)]) == []
+    # Nothing close enough, however clear.
+    assert results([(1, 0.22), (2, 0.08)]) == []
+    # Below a close one, a second is no result.
+    assert results([(1, 0.62), (2, 0.27)]) == [1]
 
 
 def test_words_and_meaning_together_beat_either_alone():

@@ -40,10 +40,10 @@ def test_paraphrase_with_no_shared_words_is_found(tmp_path: Path):
 
 def test_an_answer_in_other_words_is_found_though_not_close(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
-        engine = mem.remember("My Honda's engine light came on yesterday.")  # cosine 0.22 to the question
+        school = mem.remember("My son starts kindergarten in September.")  # cosine 0.27 to the question
         mem.remember("Invoices go out on the first Monday of each month")
         mem.remember("The deploy checklist has seven steps")
-        assert [m.id for m in mem.recall("car trouble")] == [engine]
+        assert [m.id for m in mem.recall("kids")] == [school]
 
 
 def test_meaning_alone_must_be_close_to_make_a_result(tmp_path: Path):

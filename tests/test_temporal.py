@@ -245,3 +245,12 @@ def test_a_times_memory_without_a_vector_is_found_beside_those_with_one(tmp_path
     with Mnemosyne(db_path=db, embedder=HashEmbedder(), auto_backfill=False) as mem:
         found = {m.content for m in mem.recall("what happened yesterday?", now=now)}
     assert found == {"Paid the electricity bill.", "Signed the apartment lease."}
+
+
+def test_a_time_lists_its_memories_only_for_a_question_about_nothing_else(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        lunch = mem.remember("Lunch was pizza again.", created_at=now - timedelta(hours=22))
+        assert [m.id for m in mem.recall("what happened yesterday?", now=now)] == [lunch]
+        assert [m.id for m in mem.recall("anything new yesterday?", now=now)] == [lunch]
+        assert mem.recall("what did the dentist say yesterday?", now=now) == []

@@ -14,7 +14,7 @@ from . import background
 from .core import lexical
 from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
-from .core.temporal import window_seconds
+from .core.temporal import asks_only_when, window_seconds
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -98,7 +98,6 @@ def search(
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
         waiting = store.without_vectors(latest) if query_vector is not None else latest
-        dated_hits = _best_per_key([*dated_hits, *((seq, 0.0) for seq in waiting)])
         # Similarities are stretched from what "not about this" scores, the same
         # whatever top_k asks for: the FIELD_RANK-th nearest neighbour, or the last
         # where there are fewer. Under MIN_CANDIDATES (counted before summaries stand
@@ -124,7 +123,10 @@ def search(
                     [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature).hits]
                 )
             lexical_hits, dense_hits = folded, folded_dense
-        dated = {seq for seq, _ in dated_hits}
+        dated = {seq for seq, _ in dated_hits} | set(waiting)
+        # Listed whatever their meaning only when the query asks about nothing but the
+        # time; otherwise they are candidates that must match like any other.
+        listed = dated if asks_only_when(terms) else set()
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
@@ -155,7 +157,7 @@ def search(
             for seq, row in facts.items()
         }
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field_similarity, top_k, dated)
+                      stretch, field_similarity, top_k, listed)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)

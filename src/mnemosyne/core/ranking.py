@@ -32,13 +32,14 @@ class Weights:
     source: float = 0.5           # the query names the memory's source (a speaker, a tool)
     dense: float = 0.5            # cosine similarity of the embeddings
     dense_window: float = 0.2     # cosine to the mean embedding of the memory and its neighbours
-    # A memory found by meaning alone is a result at this cosine, or nearly as close as
-    # the closest memory (within dense_near) and above dense_noise: unrelated short
-    # texts score about 0.05 with the bundled model, 0.2 one time in twenty, while a
-    # question and its answer in other words often score 0.15-0.3 (bench/paraphrase.py).
+    # A memory found by meaning alone is a result at this cosine; below it, only the
+    # closest of all, and only where it stands clear of the next (by standout_gap,
+    # above standout_floor). A question and its answer in other words often score
+    # 0.15-0.3 with the bundled model, and stand out; the closest of many unrelated
+    # texts scores as much, but among others as close (bench/paraphrase.py).
     dense_floor: float = 0.3
-    dense_near: float = 0.05
-    dense_noise: float = 0.15
+    standout_floor: float = 0.25
+    standout_gap: float = 0.05
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
     episode_gap_s: float = 3600.0 # events further apart than this are different episodes
@@ -47,7 +48,9 @@ class Weights:
     recency_half_life_days: float = 30.0
     time_match: float = 0.5       # bonus when created in the span the query names
     access: float = 0.02          # per log-unit of past recalls
-    superseded: float = 0.5       # multiplier for a value a newer one replaced (seen on request)
+    # Multiplier for a value a newer one replaced (seen on request): below the newer
+    # one when both match alike, however much more important or used it was.
+    superseded: float = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,7 @@ def fuse(
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
     ``candidates`` are skipped. ``dated`` candidates were found in the span of time
-    the query names: they stay however far their meaning is.
+    a query names that asks about nothing else: they stay however far their meaning is.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -140,12 +143,13 @@ def fuse(
     else:
         signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
     # Nearest neighbours always exist; a memory found by meaning alone must be close,
-    # or be about the closest there is.
-    nearly_best = max(weights.dense_noise, max((score for _, score in dense), default=0.0) - weights.dense_near)
-    close_enough = min(weights.dense_floor, nearly_best)
-    meaning_only = {key for key, score in dense if score < close_enough} - {
+    # or stand out as the closest.
+    meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
-    } - set(dated)
+    } - set(dated) - _standing_out(dense, weights)
+    # A candidate no signal found (one of a time's memories without a vector, say)
+    # is no result unless the query lists its time's memories.
+    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(dated)
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
@@ -164,7 +168,7 @@ def fuse(
     for key, candidate in candidates.items():
         # Found by meaning alone, and not close: not a result. (A candidate that a
         # signal found but scored 0, the lowest similarity, is ranked, not dropped.)
-        if key in meaning_only:
+        if key in meaning_only or key not in found:
             continue
         scores[key] = (relevance[key] + episode[key]) * math.prod(_factors(candidate, now, window, weights))
     # Equal scores (those of a time's memories that nothing else matched): newest first.
@@ -204,6 +208,15 @@ def _factors(
 
 # Fields whose weight moves with the memory's length (see ``Weights``).
 _BY_LENGTH = frozenset({"content", "context"})
+
+
+def _standing_out(dense: Sequence[tuple[int, float]], weights: Weights) -> set[int]:
+    """The closest memory by meaning, if it stands clear of the next one."""
+    ranked = sorted(dense, key=lambda hit: -hit[1])[:2]
+    if not ranked:
+        return set()
+    (key, best), runner_up = ranked[0], (ranked[1][1] if len(ranked) > 1 else 0.0)
+    return {key} if best >= weights.standout_floor and best - runner_up >= weights.standout_gap else set()
 
 
 def _relevance(

@@ -13,7 +13,7 @@ past.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
 
 DAY = timedelta(days=1)
@@ -35,6 +35,15 @@ _HOLIDAYS = {"new years eve": (12, 31), "new years day": (1, 1), "valentines day
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "several": 4}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+# The words a time named here may hold, and those that ask what happened then
+# rather than about something: "what happened yesterday", "anything new last week".
+_TIME_WORDS = frozenset({
+    *_MONTHS, *_WEEKDAYS, *" ".join([*_HOLIDAYS, *_COUNTS]).split(), *_UNIT_DAYS, *(f"{u}s" for u in _UNIT_DAYS),
+    "yesterday", "today", "tonight", "night", "morning", "afternoon", "evening", "ago", "past", "last", "this",
+    "weekend", "since", "before", "valentine", "valentines",
+})
+_HAPPENING = frozenset("happen happened happening happens anything something new news going went".split())
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -74,6 +83,12 @@ def window_seconds(query: str, now: datetime) -> tuple[float, float] | None:
         return None if span is None else (span[0].timestamp(), span[1].timestamp())
     except (OverflowError, OSError, ValueError):  # a naive time the machine's zone cannot place
         return None
+
+
+def asks_only_when(terms: Iterable[str]) -> bool:
+    """Whether a query's search terms ask about a time and nothing else ("what
+    happened yesterday"): then every memory of that time answers it."""
+    return all(term in _TIME_WORDS or term in _HAPPENING or term.isdigit() for term in terms)
 
 
 def time_window(query: str, now: datetime) -> Span | None:
