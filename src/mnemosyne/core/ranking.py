@@ -119,10 +119,10 @@ def fuse(
     stretch: bool = True,
     field: float | None = None,
     limit: int | None = None,
-    dated: Collection[int] = (),
+    listed: Collection[int] = (),
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
-    ``candidates`` are skipped. ``dated`` candidates were found in the span of time
+    ``candidates`` are skipped. ``listed`` candidates were found in the span of time
     a query names that asks about nothing else: they stay however far their meaning is.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
@@ -146,10 +146,10 @@ def fuse(
     # or stand out as the closest.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
-    } - set(dated) - _standing_out(dense, weights)
+    } - set(listed) - _standing_out(dense, weights)
     # A candidate no signal found (one of a time's memories without a vector, say)
     # is no result unless the query lists its time's memories.
-    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(dated)
+    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(listed)
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
