@@ -10,6 +10,7 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.temporal import time_window
+from mnemosyne.storage.sqlite.store import LATEST_SCANNED
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2024, 3, 20, 15, 30, tzinfo=timezone.utc)  # a Wednesday
@@ -254,3 +255,22 @@ def test_a_time_lists_its_memories_only_for_a_question_about_nothing_else(tmp_pa
         assert [m.id for m in mem.recall("what happened yesterday?", now=now)] == [lunch]
         assert [m.id for m in mem.recall("anything new yesterday?", now=now)] == [lunch]
         assert mem.recall("what did the dentist say yesterday?", now=now) == []
+
+
+def test_a_times_memories_are_found_under_a_busy_span_of_other_sessions(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="me", db_path=db, embedder="none") as me:
+        mine = me.remember("Reviewed the quarterly budget.", source="planner", created_at=now - timedelta(hours=30))
+    with Mnemosyne(session_id="peer", db_path=db, embedder="none") as peer:
+        shared = peer.remember("The office moves to the fifth floor.", scope="global", source="planner",
+                               created_at=now - timedelta(hours=29))
+        # Newer than both, and more of them than the walk over every session reads.
+        peer.remember_many({"content": f"peer note {i}", "source": "chatter",
+                            "created_at": now - timedelta(hours=28) + timedelta(seconds=i)}
+                           for i in range(LATEST_SCANNED + 100))
+    with Mnemosyne(session_id="me", db_path=db, embedder="none") as me:
+        # The viewer's own are always read; other sessions' shared ones among the span's latest.
+        assert mine in {m.id for m in me.recall("what happened yesterday?", now=now, source="planner")}
+        assert [m.id for m in me.recall("what happened yesterday?", now=now, source="planner",
+                                         until=now - timedelta(hours=28, seconds=1))] == [shared, mine]
