@@ -49,7 +49,8 @@ from ..storage.sqlite.backup_file import (
     timestamp_for_names,
     write_backup,
 )
-from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only, translate
+from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only
+from ..storage.sqlite.driver_errors import translate
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
 from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned, temporary_file
 

@@ -17,7 +17,8 @@ from .backup_file import (
     timestamp_for_names,
     write_backup,
 )
-from .connection import Database, open_read_only, translate
+from .connection import Database, open_read_only
+from .driver_errors import translate
 from .migrations import BOOKKEEPING, LATEST_VERSION, MIGRATIONS, Migration
 from .snapshot import in_use
 
