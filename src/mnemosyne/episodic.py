@@ -118,7 +118,7 @@ class EpisodicMixin:
         """
         since_ts, until_ts = time_range(since, until)
         limit = check_limit(limit)
-        session = self.session_id if session_id is None else check_session_id(session_id)
+        session = self.session_id if session_id is None else check_session_id(session_id, self._store.holds_session)
         return [event.memory for event in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
 
     def episodes(
@@ -133,7 +133,7 @@ class EpisodicMixin:
         ...     print(ep.label, ep.started_at, ep.size, ep.summary)
         """
         since_ts, until_ts = time_range(since, until)
-        session = self.session_id if session_id is None else check_session_id(session_id)
+        session = self.session_id if session_id is None else check_session_id(session_id, self._store.holds_session)
         rows = self._episodic.events(self.session_id, session, since_ts, until_ts, None)
         summaries = self._episodic.summaries_of(self.session_id, [event.memory.id for event in rows])
         grouped_by = _summarised_episodes(rows, summaries)

@@ -53,6 +53,7 @@ from .storage.base import Filters, NewMemory
 from .storage.sqlite import SQLiteStore
 from .storage.sqlite.backup_file import database_files
 from .storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S
+from .storage.sqlite.sessions import file_holds_session
 
 DB_ENV_VAR = "MNEMOSYNE_DB"
 
@@ -120,12 +121,6 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     ) -> None:
         # Every argument is checked before the database is opened: a refused one must
         # not leave a new file, new folders or a migrated schema behind.
-        self.session_id = check_session_id(session_id)
-        if self.session_id == SHARED_SESSION:
-            raise InvalidInputError(
-                f"session_id {SHARED_SESSION!r} is reserved: it holds the memories sleep shares between "
-                "sessions; choose another name"
-            )
         self.dedupe_window = check_seconds(dedupe_window, "dedupe_window")
         busy_timeout = check_seconds(busy_timeout, "busy_timeout")
         gap = self._check_episode_gap(episode_gap)
@@ -133,9 +128,11 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         policy, idle = self._check_sleep_args(sleep_policy, auto_sleep)
         self._auto_backfill = check_flag(auto_backfill, "auto_backfill")
         requested = _resolve_embedder(embedder)
-        self._store = SQLiteStore(
-            default_db_path() if db_path is None else db_path, busy_timeout=busy_timeout
-        )
+        path = default_db_path() if db_path is None else db_path
+        # Last, as the only check that may read the file: a session id over the limit
+        # is one an earlier release stored, or a mistake.
+        self.session_id = self._check_own_session(session_id, path, busy_timeout)
+        self._store = SQLiteStore(path, busy_timeout=busy_timeout)
         self.db_path = Path(self._store.path)
         try:
             self._embedder = embedding.choose(requested, self._store.recorded_embedder())
@@ -524,6 +521,20 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         return f"Mnemosyne(session_id={self.session_id!r}, db_path={str(self.db_path)!r})"
 
     # -- internals ------------------------------------------------------------------
+
+    @staticmethod
+    def _check_own_session(session_id: object, db_path: str | Path, busy_timeout: float) -> str:
+        """The session this instance acts as. An id over the limit opens only a session
+        the file already holds, read without opening (and so migrating) the database."""
+        session = check_session_id(
+            session_id, held=lambda long_id: file_holds_session(db_path, long_id, busy_timeout)
+        )
+        if session == SHARED_SESSION:
+            raise InvalidInputError(
+                f"session_id {SHARED_SESSION!r} is reserved: it holds the memories sleep shares between "
+                "sessions; choose another name"
+            )
+        return session
 
     def _insert(self, memories: list[NewMemory]) -> list[str]:
         # Embed before taking the write lock: a slow model never blocks other writers.

@@ -64,7 +64,6 @@ from .core.validation import (
     check_label,
     check_metadata,
     check_scope,
-    check_session_id,
     finite_number,
     whole_number,
 )
@@ -358,7 +357,7 @@ class _Reader:
             self._keys.add(key)
         self.export.memories.append(NewMemory(
             id=memory_id,
-            session_id=check_session_id(values["session_id"]),
+            session_id=_stored_session_id(values["session_id"]),
             scope=check_scope(values["scope"]),
             content=content,
             content_hash=content_hash(content),
@@ -395,7 +394,7 @@ class _Reader:
         self._episodes.add(episode_id)
         self.export.episodes.append({
             "id": episode_id,
-            "session_id": check_session_id(record["session_id"]),
+            "session_id": _stored_session_id(record["session_id"]),
             "label": check_label(record["label"], "label"),
             "started_at": to_timestamp(record["started_at"], "started_at"),
             "ended_at": optional_timestamp(record.get("ended_at"), "ended_at"),
@@ -438,11 +437,17 @@ class _Reader:
         memory_id = check_label(record["id"], "id")
         if memory_id in self.export.forgotten or memory_id in self.export.usage:
             raise InvalidInputError(f"memory {memory_id} appears twice in the file")
-        self.export.forgotten[memory_id] = check_session_id(record["session_id"])
+        self.export.forgotten[memory_id] = _stored_session_id(record["session_id"])
 
 
 def _iso(seconds: float | None) -> str | None:
     return None if seconds is None else from_timestamp(seconds).isoformat()
+
+
+def _stored_session_id(value: Any) -> str:
+    # Of any length: an earlier release stored longer ids than a new session may have,
+    # and once imported, the database holds that session, which then opens.
+    return check_label(value, "session_id")
 
 
 def _optional_label(value: Any, name: str) -> str | None:

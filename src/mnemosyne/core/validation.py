@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -130,13 +130,20 @@ def check_label(value: object, name: str) -> str:
     return check_text(value, name)
 
 
-def check_session_id(value: object) -> str:
-    """A session id: a label of at most ``MAX_SESSION_ID_LENGTH`` characters."""
+def check_session_id(value: object, held: Callable[[str], bool]) -> str:
+    """A session id: a label of at most ``MAX_SESSION_ID_LENGTH`` characters, or a
+    longer one the database already holds (``held``). Earlier releases took ids of any
+    length, and the sessions they stored must still open after an upgrade; ``held`` is
+    asked only past the limit, so a usual id costs no lookup.
+
+    >>> check_session_id("website-redesign", held=lambda session_id: False)
+    'website-redesign'
+    """
     session_id = check_label(value, "session_id")
-    if len(session_id) > MAX_SESSION_ID_LENGTH:
+    if len(session_id) > MAX_SESSION_ID_LENGTH and not held(session_id):
         raise InvalidInputError(
-            f"session_id is {len(session_id):_} characters long; the most is {MAX_SESSION_ID_LENGTH}: "
-            f"{brief(session_id)}"
+            f"session_id is {len(session_id):_} characters long; the most is {MAX_SESSION_ID_LENGTH} "
+            f"for a session the database does not already hold: {brief(session_id)}"
         )
     return session_id
 

@@ -36,6 +36,7 @@ from .derived import present
 from .idempotency import existing_id, for_key, stored_hashes
 from .migrate import migrate, schema_version
 from .rows import Inserting, audit, dump_json, row_to_memory, select_in
+from .sessions import session_is_stored
 from .standing import (
     held_by_one_session_at_most,
     originals_of,
@@ -744,6 +745,11 @@ class SQLiteStore(VectorRows):
                 "WHERE op = 'forget' AND memory_id IS NOT NULL GROUP BY memory_id ORDER BY memory_id"
             ):
                 yield "forgotten", dict(row)
+
+    def holds_session(self, session_id: str) -> bool:
+        """Whether memories or explicit episodes of ``session_id`` are stored."""
+        with self._db.read("look up a session") as conn:
+            return session_is_stored(conn, session_id)
 
     def get_meta(self, key: str) -> str | None:
         with self._db.read() as conn:
