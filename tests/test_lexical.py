@@ -112,11 +112,11 @@ def test_the_common_terms_are_searched_only_when_the_results_would_fall_short(
 ):
     """Searching them scores every memory holding one: not while the rare terms
     already found enough that this recall may return, in any field."""
-    from mnemosyne.storage.sqlite import store
+    from mnemosyne.storage.sqlite import search
 
     searched: list[str] = []
-    ranked = store._ranked
-    monkeypatch.setattr(store, "_ranked", lambda conn, table, query, *rest: searched.append(query) or ranked(
+    ranked = search._ranked
+    monkeypatch.setattr(search, "_ranked", lambda conn, table, query, *rest: searched.append(query) or ranked(
         conn, table, query, *rest))
     with Mnemosyne(session_id="busy", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as busy:
         busy.remember_many([f"deploy log line {i}" for i in range(lexical.COMMON_TERMS_FROM)])
@@ -177,7 +177,7 @@ def test_the_terms_a_memory_holds_are_the_index_s_answer(tmp_path: Path):
     """Words read in Python stand in for asking the index only where they are sure:
     an emoji the index counts as a letter ("Thanks🙂" is one token there), a Porter
     stem that keeps one letter ("eyed" as "ei"), folded accents, inflections."""
-    from mnemosyne.storage.sqlite.store import _terms_held
+    from mnemosyne.storage.sqlite.search import _terms_held
 
     texts = ["Thanks🙂 see you", "so fun🤔 really", "I'm eyed by the cat", "deploying the café", "aeds", "o'neil_x"]
     terms = ["thanks", "fun", "eies", "eiing", "deploy", "cafe", "café", "aing", "see", "neil", "x", "o"]

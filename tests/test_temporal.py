@@ -10,7 +10,7 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.temporal import time_window
-from mnemosyne.storage.sqlite.store import LATEST_SCANNED
+from mnemosyne.storage.sqlite.search import LATEST_SCANNED
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2024, 3, 20, 15, 30, tzinfo=timezone.utc)  # a Wednesday

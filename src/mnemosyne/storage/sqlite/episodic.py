@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ...models import Memory
-from .store import _COLUMNS, SQLiteStore, row_to_memory
+from .rows import _COLUMNS, row_to_memory
+from .store import SQLiteStore
 
 _VISIBLE = "(scope = 'global' OR session_id = ?)"
 # The history: everything that happened, whatever sleep made of it since.

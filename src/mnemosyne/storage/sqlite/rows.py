@@ -69,6 +69,13 @@ def dump_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+# The columns ``row_to_memory`` reads; the store's inserts bind their values in this order.
+_COLUMNS = (
+    "id, session_id, scope, kind, status, content, content_hash, source, importance, "
+    "metadata, created_at, recorded_at, updated_at, valid_until, access_count, idempotency_key"
+)
+
+
 def row_to_memory(row: sqlite3.Row) -> Memory:
     return Memory(
         id=row["id"],

@@ -1,0 +1,336 @@
+"""The search side of the SQLite store: text and vector hits, what ranking reads
+of them, what stands for a consolidated hit, and the latest memories of a span."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...core.lexical import ascii_words, may_share_stem
+from ...core.signature import same_embedder
+from ...models import Memory
+from ..base import Filters, Neighbours
+from .connection import Database
+from .rows import _COLUMNS, row_to_memory, select_in
+from .vector_index import VectorIndex
+
+# How many of a span's latest memories ``latest`` reads for other sessions' shared ones.
+LATEST_SCANNED = 2_000
+
+
+class SearchReads:
+    """Mixed into :class:`SQLiteStore`; these only read: nothing here writes to the database."""
+
+    _db: Database
+    _index: VectorIndex | None
+    _frequencies: dict[str, int]
+    _frequencies_as_of: tuple[int, str]
+
+    def search_text(
+        self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int,
+        fallbacks: Mapping[str, str] | None = None, wanted: int = 0,
+    ) -> dict[str, list[tuple[int, float]]]:
+        """BM25 hits per indexed field: ``{"content": [(seq, score)...], "context": [...]}``.
+
+        ``queries`` maps a field ("content", "context") to safe FTS5 queries (see
+        ``core.lexical.fts_queries``); a memory's score in a field is its best over
+        that field's queries. Each field is its own FTS table, so each has its own
+        length normalisation; filters apply before the limit. Higher is better.
+
+        Joining every match to its memory row to filter it costs as much as scoring
+        it, and filters usually reject few matches. So each query ranks its best
+        ``2 * limit`` matches by BM25 alone, one lookup filters all of them, and only
+        a query left with too few passing matches runs again with the filters
+        joined in. Either way a query yields exactly its best passing matches: a
+        passing match outside its first ranking scores no higher than any inside.
+        The ``fallbacks`` queries (see ``core.lexical.fts_fallback``) run, with the
+        filters joined in, when the filters rejected matches and fewer than
+        ``wanted`` memories passed in all fields together: they score every memory
+        holding a common term, which costs as much as the budget saves, so only
+        when the results would otherwise fall short.
+        """
+        where, params = filter_sql(filters, alias="m")
+        wide = limit * _OVERFETCH
+        best: dict[str, dict[int, float]] = {field: {} for field in queries}
+        with self._db.read() as conn:
+            ranked = {
+                (field, query): _ranked(conn, _FTS_TABLES[field], query, wide)
+                for field, field_queries in queries.items()
+                for query in field_queries
+            }
+            # NOT INDEXED: look the rows up by seq; the planner may otherwise scan a status index.
+            check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
+            seen = list({seq for rows in ranked.values() for seq, _ in rows})
+            passing = {row[0] for row in select_in(conn, check, seen, params)}
+            for (field, query), rows in ranked.items():
+                hits = [(seq, score) for seq, score in rows if seq in passing]
+                if len(hits) < limit and len(rows) == wide:
+                    hits = _ranked(conn, _FTS_TABLES[field], query, limit, where, params)
+                for seq, score in hits:
+                    best[field][seq] = max(score, best[field].get(seq, score))
+            found = {seq for scores in best.values() for seq in scores}
+            if fallbacks and len(found) < wanted and len(passing) < len(seen):
+                for field, fallback in fallbacks.items():
+                    for seq, score in _ranked(conn, _FTS_TABLES[field], fallback, limit, where, params):
+                        best[field].setdefault(seq, score)  # disjoint from the field's queries
+        return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
+
+    def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many memories contain each term, and roughly how many memories there
+        are (the highest seq).
+
+        Counting a common term reads all its postings, so counts are kept while
+        memories are only added, up to 10% more: a term's share then moves little.
+        A forget or a sleep (anything that changes the index epoch) may move one
+        term a lot, and a term no memory holds yet may be about to become common:
+        those counts are taken again."""
+        counts: dict[str, int] = {}
+        with self._db.read() as conn:
+            total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+            epoch = str(conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0])
+            cache = self._frequencies  # threads share it: work on one dict, swap whole
+            counted_at, epoch_then = self._frequencies_as_of
+            if epoch != epoch_then or abs(total - counted_at) > 0.1 * max(total, 1):
+                cache = {}
+                self._frequencies, self._frequencies_as_of = cache, (total, epoch)
+            for term in terms:
+                count = cache.get(term)
+                if count is None:
+                    count = int(conn.execute(
+                        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)
+                    ).fetchone()[0])
+                    if count:
+                        cache[term] = count
+                counts[term] = count
+        return counts, total
+
+    def search_vectors(
+        self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any], field_rank: int = 0
+    ) -> Neighbours:
+        """Cosine hits ``(seq, similarity)`` from the in-process index, filters first,
+        and where the field begins (see ``VectorIndex.nearest``).
+
+        Empty when ``embedder`` is not the one that made this database's vectors
+        (another process switched models): comparing across models means nothing.
+        """
+        with self._db.read() as conn:
+            recorded = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+            if recorded is None or not same_embedder(json.loads(recorded[0]), embedder):
+                return Neighbours([], None)
+            if self._index is None or self._index.dimension != len(query):
+                self._index = VectorIndex(len(query))
+            self._index.sync(conn)
+        return self._index.nearest(query, filters, limit, field_rank)
+
+    def window_similarities(self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
+        """``(seq, similarity)`` of ``query`` to each memory's episode window of
+        vectors (see ``VectorIndex.window_similarities``), from the index as the
+        last ``search_vectors`` left it: call it after a search that found hits, so
+        the index is current and made by the query's embedder."""
+        return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
+
+    def without_vectors(self, seqs: Iterable[int]) -> list[int]:
+        """The ``seqs`` the index holds no vector for, as the last ``search_vectors``
+        left it (a damaged vector counts as none). Asking the index, not the table:
+        reading a memory's vector row costs a page per candidate."""
+        return list(seqs) if self._index is None else self._index.lacking(seqs)
+
+    def representatives(
+        self, seqs: Iterable[int], filters: Filters, terms: Collection[str] = ()
+    ) -> dict[int, int | None]:
+        """For each consolidated memory among ``seqs``: the newest active memory
+        passing ``filters`` that merged or summarised it, directly or through a
+        chain (a duplicate merged into a copy that a summary then condensed, or
+        into a copy that a newer value then superseded); None if there is none.
+
+        The representative is what recall returns, so it must pass the filters the
+        hit passed: a summary by source "sleep" is no answer to ``source="chat"``.
+        Nor does a summary or a kept copy stand for a memory holding a query term (of
+        ``terms``) that it lacks: a summary without "Dana" is no answer to "who paged
+        Dana", nor a kept copy to the words a repeat added around it ("Confirmed
+        again: ..."). (A newer value lacks the old one's words on purpose: through a
+        supersede, it still stands for it.)
+        """
+        where, params = filter_sql(filters, alias="m")
+        with self._db.read() as conn:
+            # NOT INDEXED: look the hits up by seq; by the status index the planner
+            # would visit every consolidated memory.
+            chains = select_in(
+                conn,
+                "WITH RECURSIVE up (start, id, newer) AS ("
+                "  SELECT d.seq, d.id, 0 FROM memories AS d NOT INDEXED"
+                "  WHERE d.status = 'consolidated' AND d.seq IN ({marks})"
+                "  UNION SELECT up.start, l.src_id, up.newer OR l.kind = 'supersedes'"
+                "  FROM up JOIN memory_links AS l ON l.dst_id = up.id"
+                "  WHERE l.kind IN ('merges', 'summarises', 'supersedes')"
+                ") SELECT up.start, s.seq, up.newer FROM up "
+                "LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
+                list(dict.fromkeys(seqs)),
+            )
+            passing = {row[0] for row in select_in(
+                conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
+                list({row[1] for row in chains if row[1] is not None}), params,
+            )}
+            standing_for: dict[int, int | None] = {start: None for start, _, _ in chains}
+            newer_value: dict[int, bool] = {}
+            for start, candidate, newer in chains:
+                if candidate in passing and candidate > (standing_for[start] or 0):
+                    standing_for[start], newer_value[start] = candidate, bool(newer)
+            pairs = {start: rep for start, rep in standing_for.items() if rep is not None and not newer_value[start]}
+            if terms and pairs:
+                contents = {row["seq"]: row["content"] for row in select_in(
+                    conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list({*pairs, *pairs.values()}))}
+                held = _terms_held(conn, terms, contents)
+                for start, rep in pairs.items():
+                    if not held[start] <= held[rep]:
+                        standing_for[start] = None  # returned itself: it says what was asked
+        return standing_for
+
+    def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
+        """What ranking needs of each candidate (importance, created_at, access_count,
+        session_id, source, length, status): a light read, so only the final results
+        pay for decoding."""
+        with self._db.read() as conn:
+            rows = select_in(
+                conn,
+                "SELECT seq, importance, created_at, access_count, session_id, source, length(content) AS length, "
+                "status FROM memories WHERE seq IN ({marks})",
+                list(dict.fromkeys(seqs)),
+            )
+        return {row["seq"]: row for row in rows}
+
+    def contents_by_seq(self, seqs: Iterable[int]) -> dict[int, str]:
+        """The text of the memories at ``seqs`` (those still there)."""
+        with self._db.read() as conn:
+            rows = select_in(conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list(seqs))
+        return {int(seq): str(content) for seq, content in rows}
+
+    def latest(self, filters: Filters, limit: int) -> list[int]:
+        """The seqs of the ``limit`` latest memories passing ``filters``, newest first:
+        all of the viewer's own, and other sessions' shared ones among the ``LATEST_SCANNED``
+        latest memories of the ``since``..``until`` span.
+
+        The planner would rather take every active memory by status and sort them
+        (20-40 ms at 100k), so each part walks a time index from the newest and stops
+        after ``limit`` rows pass. The viewer's own memories have an index of their
+        own. The others are walked by time among every session's, where filters that
+        pass few of them (a source, say) would walk the whole span (33 ms over 100k
+        memories): the walk is bounded, and a span that busy is searched by meaning.
+        """
+        where, params = filter_sql(filters, alias="m")
+        with self._db.read() as conn:
+            found = conn.execute(
+                f"SELECT seq, created_at FROM memories AS m INDEXED BY memories_by_session_time "
+                f"WHERE m.session_id = ? AND {where} ORDER BY created_at DESC, seq DESC LIMIT ?",
+                [filters.viewer_session, *params, limit],
+            ).fetchall()
+            if filters.scope != "session":
+                span, span_params = _span_sql(filters)
+                # The LIMIT keeps the inner walk apart: SQLite does not merge a limited
+                # subquery into an outer query that filters it.
+                found += conn.execute(
+                    f"SELECT seq, created_at FROM (SELECT * FROM memories INDEXED BY memories_by_time "
+                    f"WHERE {span} ORDER BY created_at DESC, seq DESC LIMIT ?) AS m "
+                    f"WHERE m.scope = 'global' AND {where} LIMIT ?",
+                    [*span_params, LATEST_SCANNED, *params, limit],
+                ).fetchall()
+        newest = sorted(dict(found).items(), key=lambda row: (-row[1], -row[0]))
+        return [seq for seq, _ in newest[:limit]]
+
+    def memories_by_seq(self, seqs: Iterable[int], filters: Filters) -> dict[int, Memory]:
+        """The memories at ``seqs`` that still pass ``filters``.
+
+        The vector search reads in a snapshot of its own: in between, another process
+        may forget a memory and a new one may take its seq. Filtering again means
+        such a newcomer is returned only if the query could have found it.
+        """
+        where, params = filter_sql(filters, alias="m")
+        # NOT INDEXED: look the rows up by seq; the planner may otherwise scan a status index.
+        with self._db.read() as conn:
+            rows = select_in(
+                conn, f"SELECT seq, {_COLUMNS} FROM memories AS m NOT INDEXED WHERE {where} AND seq IN ({{marks}})",
+                list(dict.fromkeys(seqs)), params,
+            )
+        return {row["seq"]: row_to_memory(row) for row in rows}
+
+
+# How many times ``limit`` matches a text search ranks before applying filters.
+_OVERFETCH = 2
+_FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
+
+
+def _ranked(
+    conn: sqlite3.Connection, table: str, query: str, limit: int, where: str = "", params: Sequence[Any] = ()
+) -> list[tuple[int, float]]:
+    """The ``limit`` best BM25 matches of ``query`` in ``table`` (among the memories
+    passing ``where``, if given), best first."""
+    if not where:
+        sql = f"SELECT rowid, -bm25({table}) AS score FROM {table} WHERE {table} MATCH ? ORDER BY score DESC LIMIT ?"
+    else:
+        sql = (
+            f"SELECT m.seq, -bm25({table}) AS score FROM {table} JOIN memories AS m ON m.seq = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
+        )
+    rows = conn.execute(sql, (query, *params, limit)).fetchall()
+    return [(int(seq), float(score)) for seq, score in rows]
+
+
+def _terms_held(conn: sqlite3.Connection, terms: Collection[str], contents: dict[int, str]) -> dict[int, set[str]]:
+    """Which of ``terms`` each memory (``{seq: content}``) holds, matched as the text
+    index matches them: by stem, accents folded ("deploying" holds "deploy", "café"
+    "cafe"). The index is asked only where the words leave it open: asking costs a
+    lookup per memory and term."""
+    held: dict[int, set[str]] = {}
+    ask: dict[str, list[int]] = {}
+    for seq, content in contents.items():
+        words = ascii_words(content)
+        held[seq] = {term for term in terms if term in words and term.isascii()}
+        for term in set(terms) - held[seq]:
+            if any(may_share_stem(word, term) for word in words):
+                ask.setdefault(term, []).append(seq)
+    sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
+    for term, seqs in ask.items():
+        for (seq,) in select_in(conn, sql, seqs, (f'"{term}"',)):
+            held[seq].add(term)
+    return held
+
+
+def _span_sql(filters: Filters) -> tuple[str, list[Any]]:
+    """The WHERE clause for ``filters``' span of ``created_at`` alone (TRUE if open)."""
+    clauses, params = ["1"], []
+    if filters.since is not None:
+        clauses.append("created_at >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append("created_at <= ?")
+        params.append(filters.until)
+    return " AND ".join(clauses), params
+
+
+def filter_sql(filters: Filters, alias: str) -> tuple[str, list[Any]]:
+    """The WHERE clause for ``filters`` (visibility first, then the user's filters)."""
+    a = alias
+    clauses = [f"({a}.scope = 'global' OR {a}.session_id = ?)"]
+    params: list[Any] = [filters.viewer_session]
+    if filters.scope == "session":
+        clauses.append(f"{a}.scope = 'session'")
+    elif filters.scope == "global":
+        clauses.append(f"{a}.scope = 'global'")
+    for column, values in (("status", filters.statuses), ("kind", filters.kinds), ("source", filters.sources)):
+        if values:
+            clauses.append(f"{a}.{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    if filters.since is not None:
+        clauses.append(f"{a}.created_at >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append(f"{a}.created_at <= ?")
+        params.append(filters.until)
+    if filters.valid_at is not None:
+        clauses.append(f"({a}.valid_until IS NULL OR {a}.valid_until > ?)")
+        params.append(filters.valid_at)
+    return " AND ".join(clauses), params
