@@ -8,8 +8,10 @@ Three retrievers over the same memories (one per dialog turn):
   dense     embedding cosine only (the bundled all-MiniLM-L6-v2 unless --embedder)
   mnemosyne Mnemosyne.recall(): contextual lexical fields + dense, fused and adjusted
 
-LoCoMo: one database per conversation, text "speaker: text", Recall@5/@10 and
-MRR@10 over categories 1-4 (category 5, adversarial, reported apart).
+LoCoMo: one database per conversation, text "speaker: text", each question asked
+of a fresh copy of it (recall counts what it returns, and past use is part of the
+score: no question is ranked by the ones asked before it); Recall@5/@10 and MRR@10
+over categories 1-4 (category 5, adversarial, reported apart).
 LongMemEval-S: one fresh database per question, created_at from the haystack dates,
 recall with now=question_date; turn recall_all@10 and session recall_all@5,
 abstention questions excluded. No LLM anywhere.
@@ -18,8 +20,10 @@ abstention questions excluded. No LLM anywhere.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -128,22 +132,29 @@ def dense_retriever(keys: Sequence[str], texts: Sequence[str], embedder: CachedE
 
 
 def locomo(path: str, embedder: CachedEmbedder | None, workdir: Path) -> dict[str, dict[str, list[float]]]:
-    """scores[retriever][metric@category] -> per-question values."""
+    """scores[retriever][metric@category] -> per-question values.
+
+    Each question is asked of the conversation's memory as it was stored, not after
+    the questions before it: a recall raises its results' access counts, and past
+    use is part of the score, so one database asked every question in turn would
+    rank each one by which questions happened to come first."""
     scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    model: CachedEmbedder | str = embedder if embedder is not None else "none"
     for conversation in load_locomo(path):
         keys = [turn.dia_id for turn in conversation.turns]
         texts = [f"{turn.speaker}: {turn.text}" for turn in conversation.turns]
-        mem = Mnemosyne(session_id=conversation.sample_id, db_path=workdir / f"{conversation.sample_id}.db",
-                        embedder=embedder if embedder is not None else "none")
-        mem.remember_many(
-            {"content": text, "source": turn.speaker, "created_at": turn.created_at,
-             "metadata": {"dia_id": turn.dia_id}}
-            for text, turn in zip(texts, conversation.turns, strict=True)
-        )
+        stored = workdir / f"{conversation.sample_id}.db"
+        with Mnemosyne(session_id=conversation.sample_id, db_path=stored, embedder=model) as mem:
+            mem.remember_many(
+                {"content": text, "source": turn.speaker, "created_at": turn.created_at,
+                 "metadata": {"dia_id": turn.dia_id}}
+                for text, turn in zip(texts, conversation.turns, strict=True)
+            )
         retrievers: dict[str, Retriever] = {"bm25": bm25_retriever(keys, texts)}
         if embedder is not None:
             retrievers["dense"] = dense_retriever(keys, texts, embedder)
-        retrievers["mnemosyne"] = lambda q, k, m=mem: [r.metadata["dia_id"] for r in m.recall(q, top_k=k)]
+        retrievers["mnemosyne"] = functools.partial(
+            _recall_as_stored, stored, workdir / "asked.db", conversation.sample_id, model)
         for question in conversation.questions:
             group = "adversarial" if question.category == 5 else "overall"
             for name, retrieve in retrievers.items():
@@ -156,8 +167,19 @@ def locomo(path: str, embedder: CachedEmbedder | None, workdir: Path) -> dict[st
                     scores[name][f"{metric} {group}"].append(value)
                     if question.category != 5:
                         scores[name][f"{metric} {LOCOMO_CATEGORIES[question.category]}"].append(value)
-        mem.close()
     return scores
+
+
+def _recall_as_stored(
+    stored: Path, scratch: Path, session_id: str, model: CachedEmbedder | str, query: str, k: int
+) -> list[str]:
+    """Mnemosyne's top ``k`` for ``query``, from a fresh copy of the ``stored`` database
+    (closed, so the file is whole; the copy's journal files go with the last copy)."""
+    for leftover in (scratch, scratch.with_name(f"{scratch.name}-wal"), scratch.with_name(f"{scratch.name}-shm")):
+        leftover.unlink(missing_ok=True)
+    shutil.copyfile(stored, scratch)
+    with Mnemosyne(session_id=session_id, db_path=scratch, embedder=model) as mem:
+        return [r.metadata["dia_id"] for r in mem.recall(query, top_k=k)]
 
 
 def longmemeval(path: str, embedder: CachedEmbedder | None, workdir: Path, limit: int | None):
