@@ -254,6 +254,11 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The rate limit is 100 per minute.", "The rate limit is 250 per minute."),
     ("The CEO is Jane Doe.", "The CEO is Bob Smith."),
     ("The Python version is 3.12.", "The Python version is 3.13."),
+    # Values with dots and colons inside: addresses, hosts, links, times.
+    ("My email is alice@oldmail.com.", "My email is alice@newmail.io."),
+    ("The staging host is stg-01.internal", "The staging host is stg-02.internal"),
+    ("Our docs site is https://docs.acme.com", "Our docs site is https://help.acme.io/guide"),
+    ("The standup time is 9:30.", "The standup time is 10:15."),
     ("The user’s name is Ann.", "The user's name is Bo."),  # one apostrophe or another
     # The same kind however written: number words, "3 pm", symbols for units, "a month".
     ("The sprint length is two weeks.", "The sprint length is 3 weeks."),

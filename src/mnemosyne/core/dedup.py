@@ -331,7 +331,9 @@ MAX_VALUE_WORDS = 3
 # colon (which marks "speaker: text" transcripts), no pronoun subjects.
 _FACT = re.compile(
     r"^\s*(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:is|are)\s+(?:now\s+)?"
-    r"(?P<value>(?:[^.!?;:\n]|(?<=\d)\.(?=\d)){1,120}?)\s*[.!]?\s*$",  # "3.12" is one value
+    # A dot or colon inside a word does not end the value: "3.12", "ana@mail.com",
+    # "stg-01.internal", "https://docs.acme.io", "10:15".
+    r"(?P<value>(?:[^.!?;:\n]|(?<=\w)\.(?=\w)|(?<=\w):(?=\w|//)){1,120}?)\s*[.!]?\s*$",
     re.IGNORECASE,
 )
 _VAGUE_SUBJECT = frozenset(
@@ -404,7 +406,8 @@ def fact_key(text: str) -> Fact | None:
     # tech lead". (A capital starts every sentence: "Budget is 5000" is a fact, and
     # so is "Alice is 34".)
     named = all(_NAME.fullmatch(word) for word in written)
-    if len(value) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
+    # Words as written: an address or a link is one ("ana@mail.com", three tokens).
+    if len(match["value"].split()) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
     return Fact(" ".join(subject + relation), _kind_of_value(match["value"], value), " ".join(value))
