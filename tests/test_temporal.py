@@ -82,6 +82,11 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("since last Friday", day(3, 15), day(3, 21)),
         ("since May 2023", day(5, 1, 2023), day(3, 21)),
         ("since March", day(3, 1), day(3, 21)),
+        ("what happened since Monday", day(3, 18), day(3, 21)),
+        # Hours before now, counted loosely; parts of today are today.
+        ("an hour ago", NOW - timedelta(hours=2), NOW),
+        ("what broke 4 hours ago", NOW - timedelta(hours=6), NOW - timedelta(hours=2)),
+        ("this afternoon's call", day(3, 20), day(3, 21)),
         ("in the last year", day(3, 20, 2023), day(3, 21)),  # the past twelve months
     ],
 )
@@ -246,6 +251,31 @@ def test_a_times_memory_without_a_vector_is_found_beside_those_with_one(tmp_path
     with Mnemosyne(db_path=db, embedder=HashEmbedder(), auto_backfill=False) as mem:
         found = {m.content for m in mem.recall("what happened yesterday?", now=now)}
     assert found == {"Paid the electricity bill.", "Signed the apartment lease."}
+
+
+@pytest.mark.parametrize("query", [
+    "what did we work on yesterday", "what happened earlier yesterday", "anything going on yesterday",
+])
+def test_asking_what_was_done_at_a_time_lists_that_times_memories(tmp_path: Path, query: str):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        refactor = mem.remember("Refactored the billing service.", created_at=now - timedelta(hours=20))
+        assert [m.id for m in mem.recall(query, now=now)] == [refactor]
+
+
+@pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["words only", "with vectors"])
+def test_a_question_about_nothing_but_a_time_returns_only_that_times_memories(tmp_path: Path, embedder):
+    now = datetime(2026, 4, 15, 16, tzinfo=timezone.utc)  # a Wednesday
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        # Monday's memory names Thursday; an older one holds "2"; neither is of the time asked about.
+        mem.remember("Meeting with Bob about the roadmap moved to Thursday.", created_at=now - timedelta(days=9))
+        mem.remember("Deployed version 2.3.1 to staging.", created_at=now - timedelta(days=9, hours=1))
+        thursday = mem.remember("Paired with Carol on the billing export.", created_at=now - timedelta(days=6))
+        today = mem.remember("Rotated the staging certificates.", created_at=now - timedelta(hours=3))
+        assert [m.id for m in mem.recall("what happened last Thursday", now=now)] == [thursday]
+        assert [m.id for m in mem.recall("what happened in the past 2 days", now=now)] == [today]
+        # A question about something at that time still finds it elsewhere.
+        assert "Thursday" in mem.recall("the roadmap meeting moved to Thursday", now=now)[0].content
 
 
 def test_a_time_lists_its_memories_only_for_a_question_about_nothing_else(tmp_path: Path):

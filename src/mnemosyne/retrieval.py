@@ -56,6 +56,14 @@ def search(
     # stands for its originals, and does not crowd out yesterday's other memories.
     window = window_seconds(query, local_time(now, zone))
     during = _during(filters, window)
+    terms = lexical.query_terms(query)
+    # A question about nothing but a time ("what happened last Thursday") is answered
+    # by that time's memories alone: not by one that says "Thursday" on a Monday.
+    only_when = window is not None and asks_only_when(terms)
+    if only_when:
+        if during is None:  # the caller's own filters leave none of that time
+            return []
+        filters = during
     redirect = filters.statuses == ("active",)
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
@@ -74,7 +82,6 @@ def search(
     # One read snapshot for every lookup: they agree with each other (no memory can
     # be forgotten and its seq reused in between), and pay for one transaction.
     with store.snapshot():
-        terms = lexical.query_terms(query)
         frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
         # A context window holds WINDOW events, so a term matches about WINDOW times as
         # many windows as memories: under the same postings budget fewer terms find
@@ -126,7 +133,7 @@ def search(
         dated = {seq for seq, _ in dated_hits} | set(waiting)
         # Listed whatever their meaning only when the query asks about nothing but the
         # time; otherwise they are candidates that must match like any other.
-        listed = dated if asks_only_when(terms) else set()
+        listed = dated if only_when else set()
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated

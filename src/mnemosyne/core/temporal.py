@@ -1,6 +1,6 @@
 """Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8",
-"3 weeks ago", "last week", "last month", "since March", "last Friday", "last
-weekend", "on Valentine's day".
+"3 weeks ago", "2 hours ago", "last week", "last month", "since March", "last
+Friday", "last weekend", "on Valentine's day".
 
 ``time_window(query, now)`` returns the span a query points at, or None. Recall
 favours memories created inside it and never hides the others ("what did we decide
@@ -41,9 +41,11 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _TIME_WORDS = frozenset({
     *_MONTHS, *_WEEKDAYS, *" ".join([*_HOLIDAYS, *_COUNTS]).split(), *_UNIT_DAYS, *(f"{u}s" for u in _UNIT_DAYS),
     "yesterday", "today", "tonight", "night", "morning", "afternoon", "evening", "ago", "past", "last", "this",
+    "hour", "hours",
     "weekend", "since", "before", "valentine", "valentines",
 })
-_HAPPENING = frozenset("happen happened happening happens anything something new news going went".split())
+_HAPPENING = frozenset("""happen happened happening happens anything something new news going went work worked
+    working earlier recently lately""".split())
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -67,8 +69,10 @@ _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 # "in Jan's calendar" is a person's: a month is written out when it owns something.
 _IN_MONTH = re.compile(rf"\b(in|during|last)\s+(?!(?:{'|'.join(_SHORT_MONTHS)})'s\b){_MONTH}\b")
 _IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
-# "since yesterday", "since last Friday", "since March": from then until now.
+# "since yesterday", "since last Friday", "since Monday", "since March": from then until now.
 _SINCE = re.compile(r"\bsince\s+(.+)")
+# "an hour ago", "3 hours ago": around then, counted loosely.
+_HOURS_AGO = re.compile(rf"\b{_COUNT}\s+hours?\s+ago\b")
 # "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
 # "May" with its capital, "on may 2", "2nd may", "2 of may" or one with a year.
 _MODAL_MAY = re.compile(r"(?<!\b[oO]n )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
@@ -102,8 +106,14 @@ def time_window(query: str, now: datetime) -> Span | None:
     # Days are calendar days where the user is: in ``now``'s own time zone.
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
-        if (since := _SINCE.search(text)) and (span := _read("in " + since.group(1), today)):
-            return span[0], today + DAY
+        if since := _SINCE.search(text):
+            # "since March" reads as "in March", "since Monday" as "on Monday".
+            if span := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
+                return span[0], today + DAY
+        if match := _HOURS_AGO.search(text):
+            hours = _count(match.group(1))
+            slack = timedelta(hours=max(1.0, hours / 2))
+            return now - timedelta(hours=hours) - slack, now - timedelta(hours=hours) + slack
         return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
@@ -145,7 +155,7 @@ def _relative_day(text: str, today: datetime) -> Span | None:
         return today - DAY, today
     if "last night" in text:  # the evening before, or the hours past midnight
         return today - DAY, today + DAY
-    if re.search(r"\b(?:today|tonight|this morning)\b", text):
+    if re.search(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", text):
         return today, today + DAY
     if match := _WEEKDAY.search(text):
         # The latest such day before today: on a Friday, "last Friday" is a week ago.
