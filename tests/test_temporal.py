@@ -304,3 +304,23 @@ def test_a_times_memories_are_found_under_a_busy_span_of_other_sessions(tmp_path
         assert mine in {m.id for m in me.recall("what happened yesterday?", now=now, source="planner")}
         assert [m.id for m in me.recall("what happened yesterday?", now=now, source="planner",
                                          until=now - timedelta(hours=28, seconds=1))] == [shared, mine]
+
+
+@pytest.mark.parametrize("query", ["what happened on April 9", "what happened on 2026-04-09", "what we did on 9 April"])
+def test_a_listing_of_a_dates_memories_starts_with_that_day(tmp_path: Path, query: str):
+    now = datetime(2026, 4, 15, 16, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        days = {day: mem.remember(f"Worked on task number {day}.", created_at=now.replace(day=day, hour=11))
+                for day in range(1, 15)}
+        found = mem.recall(query, now=now, top_k=5, explain=True)
+        # The day itself, then the days around it that may tell of it, newest first.
+        assert [m.id for m in found] == [days[9], days[14], days[13], days[12], days[11]]
+        assert found[0].explanation["listed"] == 1.0 and found[0].explanation["dense"] == 0.0
+
+
+def test_a_listing_is_in_time_order_whatever_sounds_like_an_event(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        incident = mem.remember("What happened: the outage report.", created_at=now - timedelta(hours=6))
+        lunch = mem.remember("Lunch with the design team.", created_at=now - timedelta(hours=2))
+        assert [m.id for m in mem.recall("what happened today", now=now)] == [lunch, incident]

@@ -50,20 +50,29 @@ def search(
     it (its summary or canonical copy). Condensing never makes a fact unfindable.
     """
     depth = max(MIN_CANDIDATES, 5 * top_k)
-    # "What happened yesterday": yesterday's memories are candidates whatever their
-    # words, the nearest to the query by meaning first, and the latest without a
-    # vector. Those that may be returned as they are: a summary made yesterday
-    # stands for its originals, and does not crowd out yesterday's other memories.
+    # "What did the dentist say yesterday": yesterday's memories are candidates
+    # whatever their words, the nearest to the query by meaning first, and the latest
+    # without a vector. Those that may be returned as they are: a summary made
+    # yesterday stands for its originals, and does not crowd out yesterday's others.
     window = window_seconds(query, local_time(now, zone))
-    during = _during(filters, window)
+    during = _during(filters, None if window is None else window.span)
     terms = lexical.query_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
-    # by that time's memories alone: not by one that says "Thursday" on a Monday.
+    # by that time's memories alone, listed: not by one that says "Thursday" on a
+    # Monday, nor by one that merely reads like an event ("the incident report").
     only_when = window is not None and asks_only_when(terms)
+    # The spans whose latest memories are candidates: for a listing, the time itself
+    # first (a date's day), then the days around it.
+    spans = [] if during is None else [during]
     if only_when:
         if during is None:  # the caller's own filters leave none of that time
             return []
         filters = during
+        if window is not None and window.named != window.span and (named := _during(during, window.named)):
+            spans.insert(0, named)
+    # A listing's words name its time, not a topic: neither words nor meaning are
+    # searched for, and "what happened" in a memory's text does not put it first.
+    searched = [] if only_when else terms
     redirect = filters.statuses == ("active",)
     if redirect:
         filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
@@ -78,11 +87,11 @@ def search(
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
-    dense_search = background.submit(by_meaning) if slot.ready else None
+    dense_search = background.submit(by_meaning) if slot.ready and not only_when else None
     # One read snapshot for every lookup: they agree with each other (no memory can
     # be forgotten and its seq reused in between), and pay for one transaction.
     with store.snapshot():
-        frequencies, total = store.term_frequencies(terms) if len(terms) > 1 else ({}, 0)
+        frequencies, total = store.term_frequencies(searched) if len(searched) > 1 else ({}, 0)
         # A context window holds WINDOW events, so a term matches about WINDOW times as
         # many windows as memories: under the same postings budget fewer terms find
         # candidates there.
@@ -91,17 +100,20 @@ def search(
         queries = {
             field: field_queries
             for field, counts in by_field.items()
-            if (field_queries := lexical.fts_queries(terms, counts, total))
+            if (field_queries := lexical.fts_queries(searched, counts, total))
         }
         fallbacks = {
             field: fallback
             for field, counts in by_field.items()
-            if (fallback := lexical.fts_fallback(terms, counts, total)) is not None
+            if (fallback := lexical.fts_fallback(searched, counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
         query_vector, (dense_hits, field_similarity), dated_hits = (
-            by_meaning() if dense_search is None else dense_search.result())
-        latest = [] if during is None else store.latest(during, depth)
+            _nothing_by_meaning() if only_when
+            else by_meaning() if dense_search is None
+            else dense_search.result())
+        latest_by_span = [store.latest(span, depth) for span in spans]
+        latest = list(dict.fromkeys(seq for found in latest_by_span for seq in found))
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
         waiting = store.without_vectors(latest) if query_vector is not None else latest
@@ -133,7 +145,7 @@ def search(
         dated = {seq for seq, _ in dated_hits} | set(waiting)
         # Listed whatever their meaning only when the query asks about nothing but the
         # time; otherwise they are candidates that must match like any other.
-        listed = dated if only_when else set()
+        listed = _listing(latest_by_span) if only_when else {}
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
@@ -171,6 +183,20 @@ def search(
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
+
+
+def _listing(latest_by_span: list[list[int]]) -> dict[int, float]:
+    """How well each memory of a listing is of the time its query names: fully in
+    the first span (the time itself), half in the days around it."""
+    listed: dict[int, float] = {}
+    for rank, found in enumerate(latest_by_span):
+        for seq in found:
+            listed.setdefault(seq, 1.0 if rank == 0 else 0.5)
+    return listed
+
+
+def _nothing_by_meaning() -> tuple[None, Neighbours, list[tuple[int, float]]]:
+    return None, Neighbours([], None), []
 
 
 def _during(filters: Filters, window: tuple[float, float] | None) -> Filters | None:

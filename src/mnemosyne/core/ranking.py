@@ -11,9 +11,11 @@ with a time the query mentions, and past use then nudge the fused relevance.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+
+from .temporal import Window
 
 DAY = 86_400.0
 
@@ -40,6 +42,10 @@ class Weights:
     dense_floor: float = 0.3
     standout_floor: float = 0.25
     standout_gap: float = 0.05
+    # A memory of the time a query names that asks about nothing else ("what happened
+    # yesterday"): that it is of that time is what it has to match (half as well in
+    # the days around a date, which are there for retellings).
+    listed: float = 1.0
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
     episode_gap_s: float = 3600.0 # events further apart than this are different episodes
@@ -113,17 +119,18 @@ def fuse(
     dense: Sequence[tuple[int, float]],
     candidates: Mapping[int, Candidate],
     now: float,
-    window: tuple[float, float] | None = None,
+    window: Window | None = None,
     weights: Weights = Weights(),
     dense_window: Sequence[tuple[int, float]] = (),
     stretch: bool = True,
     field: float | None = None,
     limit: int | None = None,
-    listed: Collection[int] = (),
+    listed: Mapping[int, float] | None = None,
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
-    ``candidates`` are skipped. ``listed`` candidates were found in the span of time
-    a query names that asks about nothing else: they stay however far their meaning is.
+    ``candidates`` are skipped. ``listed`` maps the candidates found in the span of time
+    a query names that asks about nothing else to how well they are of that time (1
+    in the time itself, less in the days around a date): that is their match.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -146,11 +153,12 @@ def fuse(
     # or stand out as the closest.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
-    } - set(listed) - _standing_out(dense, weights)
+    } - set(listed or ()) - _standing_out(dense, weights)
     # A candidate no signal found (one of a time's memories without a vector, say)
     # is no result unless the query lists its time's memories.
-    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(listed)
+    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(listed or ())
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
+    signals["listed"] = dict(listed or {})
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
     # evidence the whole episode holds, and (below) the episode's best score.
@@ -191,7 +199,7 @@ _FACTORS = ("importance", "recency", "time_match", "access", "superseded")
 
 
 def _factors(
-    candidate: Candidate, now: float, window: tuple[float, float] | None, weights: Weights
+    candidate: Candidate, now: float, window: Window | None, weights: Weights
 ) -> tuple[float, float, float, float, float]:
     """The ``_FACTORS`` of a candidate: its importance, freshness, a match with the
     time the query names, past use, and whether a newer value replaced it (only a
@@ -276,5 +284,5 @@ def _per_episode(
     return result
 
 
-def _in_window(created_at: float, window: tuple[float, float] | None) -> float:
-    return 1.0 if window is not None and window[0] <= created_at < window[1] else 0.0
+def _in_window(created_at: float, window: Window | None) -> float:
+    return 1.0 if window is not None and window.start <= created_at < window.end else 0.0

@@ -15,9 +15,36 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
+from typing import NamedTuple
 
 DAY = timedelta(days=1)
 Span = tuple[datetime, datetime]
+
+
+class NamedTime(NamedTuple):
+    """The span of memories a query's time points at, and within it the time itself:
+    "on May 8" names that day, and its span holds the week before and two weeks
+    after, when such a day is told about. Most times are their whole span."""
+
+    span: Span
+    named: Span
+
+
+class Window(NamedTuple):
+    """A ``NamedTime`` in Unix seconds, each part ``[start, end)``."""
+
+    start: float
+    end: float
+    named_start: float
+    named_end: float
+
+    @property
+    def span(self) -> tuple[float, float]:
+        return self.start, self.end
+
+    @property
+    def named(self) -> tuple[float, float]:
+        return self.named_start, self.named_end
 
 _MONTH_NAMES = [  # each month's full name, then its short ones
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -80,11 +107,11 @@ _MODAL_MAY = re.compile(r"(?<!\b[oO]n )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\
 _LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
 
 
-def window_seconds(query: str, now: datetime) -> tuple[float, float] | None:
-    """``time_window`` in Unix seconds."""
-    span = time_window(query, now)
+def window_seconds(query: str, now: datetime) -> Window | None:
+    """``named_time`` in Unix seconds."""
+    found = named_time(query, now)
     try:
-        return None if span is None else (span[0].timestamp(), span[1].timestamp())
+        return None if found is None else Window(*(end.timestamp() for end in (*found.span, *found.named)))
     except (OverflowError, OSError, ValueError):  # a naive time the machine's zone cannot place
         return None
 
@@ -102,28 +129,39 @@ def time_window(query: str, now: datetime) -> Span | None:
     The most precise expression wins: a full date before a day without a year,
     before a relative day, before a span of weeks, months or years.
     """
+    found = named_time(query, now)
+    return None if found is None else found.span
+
+
+def named_time(query: str, now: datetime) -> NamedTime | None:
+    """``time_window``'s span, with the time the query names within it."""
     text = _MODAL_MAY.sub(lambda verb: verb.group().replace("may", "-"), query).lower().replace("\u2019", "'")
     # Days are calendar days where the user is: in ``now``'s own time zone.
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
         if since := _SINCE.search(text):
             # "since March" reads as "in March", "since Monday" as "on Monday".
-            if span := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
-                return span[0], today + DAY
+            if found := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
+                return _whole((found.span[0], today + DAY))
         if match := _HOURS_AGO.search(text):
             hours = _count(match.group(1))
             slack = timedelta(hours=max(1.0, hours / 2))
-            return now - timedelta(hours=hours) - slack, now - timedelta(hours=hours) + slack
+            return _whole((now - timedelta(hours=hours) - slack, now - timedelta(hours=hours) + slack))
         return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
 
 
-def _read(text: str, today: datetime) -> Span | None:
-    return next((span for read in _READERS if (span := read(text, today)) is not None), None)
+def _read(text: str, today: datetime) -> NamedTime | None:
+    found = next((span for read in _READERS if (span := read(text, today)) is not None), None)
+    return found if found is None or isinstance(found, NamedTime) else _whole(found)
 
 
-def _full_date(text: str, today: datetime) -> Span | None:
+def _whole(span: Span) -> NamedTime:
+    return NamedTime(span, span)
+
+
+def _full_date(text: str, today: datetime) -> NamedTime | None:
     # Day first: in "8 May, 2023" the month-and-year reading would lose the day.
     if match := _DAY_MONTH_YEAR.search(text):
         return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)), today.tzinfo)
@@ -135,7 +173,7 @@ def _full_date(text: str, today: datetime) -> Span | None:
     return None
 
 
-def _day_without_year(text: str, today: datetime) -> Span | None:
+def _day_without_year(text: str, today: datetime) -> NamedTime | None:
     if match := _HOLIDAY.search(text.replace("'", "")):
         month, day = _HOLIDAYS[match.group(1)]
         if match.group(2):
@@ -171,7 +209,7 @@ def _relative_day(text: str, today: datetime) -> Span | None:
     return None
 
 
-def _relative_span(text: str, today: datetime) -> Span | None:
+def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
     if match := _LAST_MONTH_OR_YEAR.search(text):
         # The calendar month or year before this one: said on May 10, "last month"
         # is April (and, as "in April", a fortnight after it), "last year" is last year.
@@ -199,7 +237,7 @@ def _relative_span(text: str, today: datetime) -> Span | None:
     return None
 
 
-def _named_month_or_year(text: str, today: datetime) -> Span | None:
+def _named_month_or_year(text: str, today: datetime) -> Span | NamedTime | None:
     if match := _IN_MONTH.search(text):
         # The latest such month begun; "last March" said in March is a year ago.
         month = _MONTHS[match.group(2)]
@@ -214,24 +252,25 @@ def _year_span(year: int, zone: tzinfo | None) -> Span:
     return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
 
 
-_READERS: tuple[Callable[[str, datetime], Span | None], ...] = (
+_READERS: tuple[Callable[[str, datetime], Span | NamedTime | None], ...] = (
     _full_date, _day_without_year, _relative_day, _relative_span, _named_month_or_year,
 )
 
 
-def _date_span(year: int, month: int, day: int | None, zone: tzinfo | None) -> Span | None:
+def _date_span(year: int, month: int, day: int | None, zone: tzinfo | None) -> NamedTime | None:
     try:
         if day is not None:
             start = datetime(year, month, day, tzinfo=zone)
             # Things are told about after they happen, rarely before.
-            return start - 7 * DAY, start + 14 * DAY
+            return NamedTime((start - 7 * DAY, start + 14 * DAY), (start, start + DAY))
         start = datetime(year, month, 1, tzinfo=zone)
     except ValueError:  # "February 30, 2024", "2024-13-01": not a date, so no span
         return None
-    return start, start + 45 * DAY
+    following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=zone)
+    return NamedTime((start, start + 45 * DAY), (start, following))
 
 
-def _latest(today: datetime, month: int, day: int) -> Span | None:
+def _latest(today: datetime, month: int, day: int) -> NamedTime | None:
     """The span of ``month``/``day`` in the latest year where it is not after today
     (February 29 comes back within eight years; a day no year has, never)."""
     year = today.year if (month, day) <= (today.month, today.day) else today.year - 1
