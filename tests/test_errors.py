@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -87,8 +88,19 @@ def test_update_rejects_bad_values_and_changes_nothing(mem: Mnemosyne):
 
 
 def test_db_path_that_is_a_directory(tmp_path: Path):
-    with pytest.raises(InvalidInputError, match="is a directory"):
+    with pytest.raises(InvalidInputError, match="names a directory"):
         Mnemosyne(db_path=tmp_path)
+
+
+@pytest.mark.parametrize("typed", ["data/", "data" + os.sep])
+def test_db_path_that_ends_as_a_folder_is_refused_and_makes_no_file(tmp_path: Path, monkeypatch, typed: str):
+    # A path library drops the trailing separator: the file would be named after the folder.
+    with pytest.raises(InvalidInputError, match="names a directory"):
+        Mnemosyne(db_path=f"{tmp_path}/{typed}")
+    monkeypatch.setenv("MNEMOSYNE_DB", f"{tmp_path}/{typed}")
+    with pytest.raises(InvalidInputError, match="MNEMOSYNE_DB .* names a directory"):
+        Mnemosyne()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_db_path_that_is_not_a_database(tmp_path: Path):

@@ -420,6 +420,7 @@ def test_a_restore_interrupted_while_copying_changes_nothing(
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM audit_log WHERE op = 'restore'").fetchone() == (0,)
     assert not list(tmp_path.glob(".*.tmp"))
+    assert not list(tmp_path.glob("*.pre-restore-*"))  # nor a copy of a database it did not change
 
 
 def test_a_restore_interrupted_after_it_went_live_reports_it_restored(
@@ -868,3 +869,32 @@ def test_a_backup_whose_file_name_is_not_utf8_restores(tmp_path: Path):
     restore_backup(backup_path=backup, db_path=tmp_path / "restored.db")
     with Mnemosyne(session_id="s", db_path=tmp_path / "restored.db") as mem:
         assert [m.content for m in mem.timeline()] == ["The font is Inter"]
+
+
+# -- a backup stays a backup -----------------------------------------------------------
+
+
+def test_a_backup_is_not_opened_as_a_database(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path)
+    backup = tmp_path / "nightly.bak"
+    create_backup(db_path, backup)
+    before = sha256(backup)
+    # Opening it would switch its journal mode, upgrade an old schema, count recalls:
+    # it would no longer match its manifest, and restore would refuse it.
+    with pytest.raises(InvalidInputError, match="is a backup"):
+        Mnemosyne(db_path=backup)
+    assert sha256(backup) == before and verify_backup(backup).memory_count == 5
+
+
+def test_a_manifest_field_a_later_release_adds_is_no_damage(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path)
+    backup = tmp_path / "nightly.bak"
+    create_backup(db_path, backup)
+    manifest = json.loads(manifest_path(backup).read_text(encoding="utf-8"))
+    manifest_path(backup).write_text(json.dumps({**manifest, "compression": "none"}), encoding="utf-8")
+    assert verify_backup(backup).memory_count == 5
+    assert restore_backup(backup, tmp_path / "restored.db").memory_count == 5
+    # A newer format is another matter: this release cannot know what it means.
+    manifest_path(backup).write_text(json.dumps({**manifest, "format": manifest["format"] + 1}), encoding="utf-8")
+    with pytest.raises(BackupError, match="newer release"):
+        verify_backup(backup)

@@ -20,6 +20,7 @@ import pytest
 from mnemosyne import DiskFullError, ImportInterrupted, InvalidInputError, Mnemosyne, MnemosyneError
 from mnemosyne.core.consolidation import SleepPolicy, sharing_key
 from mnemosyne.core.timeutil import from_timestamp
+from mnemosyne.dr.recovery import create_backup
 from mnemosyne.testing import HashEmbedder
 from snapshots import snapshot
 
@@ -788,6 +789,20 @@ def test_an_export_onto_the_database_or_a_folder_is_refused(source: Path, tmp_pa
         assert mem.get_stats().total == 8
     assert source.read_bytes()[:16] == before == b"SQLite format 3\x00"
     assert not (tmp_path / "missing-folder").exists()
+
+
+def test_an_export_onto_another_database_or_a_backup_is_refused(source: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with Mnemosyne(session_id="beta", db_path=other) as beta:
+        beta.remember("a memory of another database")
+    backup = create_backup(other, tmp_path / "other.bak")
+    untouched = {path: path.read_bytes() for path in (other, tmp_path / "other.bak")}
+    with Mnemosyne(session_id="alpha", db_path=source) as mem:
+        with pytest.raises(InvalidInputError, match="is a SQLite database"):
+            mem.export_jsonl(other)
+        with pytest.raises(InvalidInputError, match="is a backup"):
+            mem.export_jsonl(tmp_path / "other.bak")
+    assert {path: path.read_bytes() for path in untouched} == untouched and backup.memory_count == 1
 
 
 def test_an_export_over_a_private_file_keeps_it_private(source: Path, tmp_path: Path) -> None:

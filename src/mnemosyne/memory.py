@@ -67,6 +67,9 @@ def default_db_path() -> Path:
     (``~/.local/share/mnemosyne/memories.db`` when XDG_DATA_HOME is unset or relative)."""
     explicit = os.environ.get(DB_ENV_VAR)
     if explicit:
+        if explicit.endswith(("/", os.sep)):  # a Path would drop the separator, and make a file of the folder
+            raise InvalidInputError(f"${DB_ENV_VAR} {explicit} names a directory; name a file in it, "
+                                    f"such as {explicit}memories.db")
         return expand_user(explicit, DB_ENV_VAR)
     # The XDG spec says a relative XDG_DATA_HOME is invalid and must be ignored: it
     # would put the database wherever the command happens to run.

@@ -71,7 +71,8 @@ class Stats:
 
     @property
     def active(self) -> int:
-        """Memories that default recall can return."""
+        """Memories of status ``active``: those default recall can return, but for any
+        past their ``valid_until`` that no sleep has marked ``expired`` yet."""
         return self.by_status.get("active", 0)
 
     def to_dict(self) -> dict[str, Any]:

@@ -50,6 +50,7 @@ import glob
 import json
 import os
 import re
+import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ from .core.validation import (
 from .errors import DiskFullError, InvalidInputError, MnemosyneError, StorageError
 from .models import KINDS, STATUSES
 from .storage.base import NewMemory
+from .storage.sqlite.backup_file import manifest_path
 from .storage.sqlite.snapshot import remove_abandoned, temporary_file
 
 FORMAT = "mnemosyne-jsonl"
@@ -179,6 +181,30 @@ def check_writable(path: str | Path, expanded: Path) -> None:
     file."""
     if str(path).endswith(("/", os.sep)) or expanded.is_dir():
         raise InvalidInputError(f"{path} is a folder; give the export file's path")
+    # An export replaces the file it is written to: never a database or a backup
+    # (a slip between "export" and "import" would otherwise erase one).
+    if manifest_path(expanded).exists():
+        raise InvalidInputError(f"{path} is a backup (its manifest is beside it); export to another path")
+    if _is_database(expanded):
+        raise InvalidInputError(f"{path} is a SQLite database, which an export would replace; export to another path")
+
+
+def _is_database(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database file. SQLite reads it, immutably: closing
+    a descriptor of our own would drop every lock this process holds on that file."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return False
+    try:
+        probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return True
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        probe.close()
 
 
 def _give_access(replaced: Path, new: Path) -> None:

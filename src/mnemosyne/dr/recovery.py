@@ -40,6 +40,7 @@ from ..errors import (
 )
 from ..storage.sqlite import SQLiteStore
 from ..storage.sqlite.backup_file import (
+    MANIFEST_FORMAT,
     MANIFEST_SUFFIX,
     BackupManifest,
     check_backup_target,
@@ -193,7 +194,7 @@ def restore_backup(
             mark = _mark_restored(staged, backup, manifest)
             if _is_healthy_database(target, busy_timeout):
                 _match_page_size(staged, target)
-                _copy_into_live(staged, target, busy_timeout)
+                _copy_into_live(staged, target, busy_timeout, mark)
             else:
                 _swap_file(staged, target)
     except KeyboardInterrupt:
@@ -283,7 +284,7 @@ def _read_pragma(path: Path, pragma: str) -> int:
 _BUSY = (5, 6)
 
 
-def _copy_into_live(staged: Path, target: Path, busy_timeout: float) -> None:
+def _copy_into_live(staged: Path, target: Path, busy_timeout: float, mark: str) -> None:
     """Overwrite a healthy database in place, as one transaction other processes
     respect, saving it first as it is once that transaction holds its write lock."""
     safety_copy = target.with_name(f"{target.name}.pre-restore-{timestamp_for_names()}.bak")
@@ -311,6 +312,13 @@ def _copy_into_live(staged: Path, target: Path, busy_timeout: float) -> None:
             # One page per step, so the first step cannot finish the copy before the
             # target is saved.
             source.backup(store.connection(), pages=1, progress=save_first)
+        except BaseException:
+            # Stopped before the copy went live (its transaction rolled back): the
+            # target is as it was, and a copy of it would only take room.
+            if not _restored_by(target, mark):
+                for made in (safety_copy, manifest_path(safety_copy)):
+                    made.unlink(missing_ok=True)
+            raise
         finally:
             store.close()
     except sqlite3.Error as exc:
@@ -403,16 +411,25 @@ def _read_manifest(backup: Path) -> BackupManifest:
             backup,
         )
     try:
-        manifest = BackupManifest(**json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: nested thousands deep
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested thousands deep
         raise BackupError(f"the manifest {path} is unreadable: {exc}", backup) from exc
+    if not isinstance(fields, dict):
+        raise BackupError(f"the manifest {path} is damaged: it holds no JSON object", backup)
     for name, kind in _MANIFEST_TYPES.items():
-        value = getattr(manifest, name)
+        value = fields.get(name)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise BackupError(
                 f"the manifest {path} is damaged: {name} must be a {kind.__name__}, got {value!r}", backup
             )
-    return manifest
+    if fields["format"] > MANIFEST_FORMAT:
+        raise BackupError(
+            f"the manifest {path} is of format {fields['format']}, written by a newer release of Mnemosyne "
+            f"(this one reads format {MANIFEST_FORMAT}): restore it with that release", backup
+        )
+    # Fields a later release adds within a format are not needed here: the size and
+    # digest prove the file, whatever else the manifest tells.
+    return BackupManifest(**{name: fields[name] for name in _MANIFEST_TYPES})
 
 
 # What each manifest field holds, checked before any is used.

@@ -5,6 +5,7 @@ mixins of their own."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -29,6 +30,7 @@ from ...errors import (
 from ...models import Memory
 from ..base import NewMemory, Store
 from .access import AccessRecorder
+from .backup_file import manifest_path
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
 from .context_index import refresh_contexts
 from .derived import present
@@ -423,8 +425,16 @@ def prepare_path(path: str | Path) -> Path:
             "memory use a file in a temporary folder (tempfile.mkdtemp())"
         )
     db_path = expand_user(path, "db_path")
-    if db_path.is_dir():
-        raise InvalidInputError(f"db_path {db_path} is a directory; pass a file path such as {db_path / 'memories.db'}")
+    if db_path.is_dir() or str(path).endswith(("/", os.sep)):
+        raise InvalidInputError(f"db_path {path} names a directory; pass a file path such as {db_path / 'memories.db'}")
+    if manifest_path(db_path).exists():
+        # Opening a file as a database changes it (journal mode, schema upgrade, access
+        # counts): a backup would then no longer match its manifest, and be refused.
+        raise InvalidInputError(
+            f"db_path {db_path} is a backup (its manifest {manifest_path(db_path).name} is beside it); "
+            "opening it as a database would change it and spoil it as a backup: restore it with "
+            f"`mnemosyne restore {db_path} --db <database>`, or look inside a copy of it"
+        )
     # The file's header is deliberately not read with open(): closing any descriptor
     # of a database file drops every POSIX lock this process holds on it, including
     # those of other open connections (a classic SQLite corruption). SQLite reads it
