@@ -259,6 +259,10 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The staging host is stg-01.internal", "The staging host is stg-02.internal"),
     ("Our docs site is https://docs.acme.com", "Our docs site is https://help.acme.io/guide"),
     ("The standup time is 9:30.", "The standup time is 10:15."),
+    # Said as a change or a correction.
+    ("My email is alice@oldmail.com", "My email changed to alice@newmail.io"),
+    ("The team lead is Dana.", "Correction: the team lead is now Priya."),
+    ("The budget is 5000.", "Actually, the budget has changed to 6500."),
     ("The user’s name is Ann.", "The user's name is Bo."),  # one apostrophe or another
     # The same kind however written: number words, "3 pm", symbols for units, "a month".
     ("The sprint length is two weeks.", "The sprint length is 3 weeks."),

@@ -327,10 +327,12 @@ class _Anchors:
 
 MAX_VALUE_WORDS = 3
 
-# "<subject> is <value>", one sentence. Deliberately narrow: only this shape, no
-# colon (which marks "speaker: text" transcripts), no pronoun subjects.
+# "<subject> is <value>" ("is now", "changed to"), one sentence, after a word that
+# marks a correction. Deliberately narrow: only this shape, no other colon (one
+# marks "speaker: text" transcripts), no pronoun subjects.
 _FACT = re.compile(
-    r"^\s*(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:is|are)\s+(?:now\s+)?"
+    r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?"
+    r"(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:(?:is|are)\s+(?:now\s+)?|(?:has\s+|have\s+)?changed\s+to\s+)"
     # A dot or colon inside a word does not end the value: "3.12", "ana@mail.com",
     # "stg-01.internal", "https://docs.acme.io", "10:15".
     r"(?P<value>(?:[^.!?;:\n]|(?<=\w)\.(?=\w)|(?<=\w):(?=\w|//)){1,120}?)\s*[.!]?\s*$",
@@ -383,7 +385,7 @@ def fact_key(text: str) -> Fact | None:
     value starts with ("meeting at"); a newer value replaces an older one of the
     same attribute and kind.
 
-    >>> fact_key("The deploy window is Friday 18:00")   # ':' inside: not a fact
+    >>> fact_key("The plan is: ship it")   # what follows a colon is not a value
     >>> fact_key("The deploy window is Friday evening.")
     Fact(attribute='deploy window', kind='when', value='friday evening')
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
