@@ -128,3 +128,15 @@ def test_an_export_with_a_long_session_id_imports_and_its_session_opens_there(tm
     with Mnemosyne(session_id=LONG_ID, db_path=fresh) as mem:
         assert [m.content for m in mem.recall("otter enclosure", top_k=1)] == [PRIVATE]
         assert "otter shift" in [e.label for e in mem.episodes()]
+
+
+def test_a_long_session_that_forgot_everything_it_had_still_opens(tmp_path: Path):
+    db = stored_by_an_earlier_release(tmp_path / "old.db")
+    with Mnemosyne(session_id=LONG_ID, db_path=db) as mem:
+        for memory in mem.timeline():
+            mem.forget(memory.id)
+        assert mem.timeline() == []
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("DELETE FROM episodes")  # nothing of the session is left but its history
+    with Mnemosyne(session_id=LONG_ID, db_path=db) as mem:
+        assert mem.get(mem.remember("starting over")).session_id == LONG_ID

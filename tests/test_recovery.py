@@ -898,3 +898,24 @@ def test_a_manifest_field_a_later_release_adds_is_no_damage(db_path: Path, tmp_p
     manifest_path(backup).write_text(json.dumps({**manifest, "format": manifest["format"] + 1}), encoding="utf-8")
     with pytest.raises(BackupError, match="newer release"):
         verify_backup(backup)
+
+
+def test_a_backup_backed_up_again_stays_as_it_was(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path)
+    first = tmp_path / "first.bak"
+    create_backup(db_path, first)
+    before = sha256(first)
+    assert create_backup(first, tmp_path / "offsite.bak").memory_count == 5
+    assert sha256(first) == before and verify_backup(first).memory_count == 5
+    assert verify_backup(tmp_path / "offsite.bak").memory_count == 5
+
+
+def test_a_restore_into_a_backup_is_refused_and_changes_nothing(db_path: Path, tmp_path: Path) -> None:
+    seed(db_path)
+    one, two = tmp_path / "one.bak", tmp_path / "two.bak"
+    create_backup(db_path, one)
+    create_backup(db_path, two)
+    files = {path.name: sha256(path) for path in tmp_path.iterdir()}
+    with pytest.raises(InvalidInputError, match="is a backup"):
+        restore_backup(one, two)
+    assert {path.name: sha256(path) for path in tmp_path.iterdir()} == files

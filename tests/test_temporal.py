@@ -10,7 +10,6 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.temporal import time_window
-from mnemosyne.storage.sqlite.search import LATEST_SCANNED
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2024, 3, 20, 15, 30, tzinfo=timezone.utc)  # a Wednesday
@@ -83,6 +82,8 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("since May 2023", day(5, 1, 2023), day(3, 21)),
         ("since March", day(3, 1), day(3, 21)),
         ("what happened since Monday", day(3, 18), day(3, 21)),
+        ("since March 3", day(3, 3), day(3, 21)),  # from the day itself, not the week its span adds
+        ("since 2 hours ago", NOW - timedelta(hours=2), day(3, 21)),
         # Hours before now, counted loosely; parts of today are today.
         ("an hour ago", NOW - timedelta(hours=2), NOW),
         ("what broke 4 hours ago", NOW - timedelta(hours=6), NOW - timedelta(hours=2)),
@@ -117,6 +118,14 @@ def test_no_named_time_no_span(query: str):
 def test_a_leap_day_without_a_year_is_the_latest_one():
     assert time_window("the party on February 29", datetime(2025, 3, 1, tzinfo=timezone.utc)) == (
         day(2, 22), day(3, 14))
+
+
+def test_hours_ago_are_hours_elapsed_across_a_clock_change():
+    from zoneinfo import ZoneInfo
+
+    now = datetime(2026, 3, 8, 3, 30, tzinfo=ZoneInfo("America/New_York"))  # an hour after clocks sprang forward
+    start, end = time_window("what happened 2 hours ago", now)
+    assert (now.timestamp() - start.timestamp(), now.timestamp() - end.timestamp()) == (3 * 3600, 3600)
 
 
 def test_days_are_the_calendar_days_of_nows_time_zone():
@@ -295,15 +304,14 @@ def test_a_times_memories_are_found_under_a_busy_span_of_other_sessions(tmp_path
     with Mnemosyne(session_id="peer", db_path=db, embedder="none") as peer:
         shared = peer.remember("The office moves to the fifth floor.", scope="global", source="planner",
                                created_at=now - timedelta(hours=29))
-        # Newer than both, and more of them than the walk over every session reads.
-        peer.remember_many({"content": f"peer note {i}", "source": "chatter",
-                            "created_at": now - timedelta(hours=28) + timedelta(seconds=i)}
-                           for i in range(LATEST_SCANNED + 100))
+        # Newer than both: the peer's private notes, and shared ones the filter rejects.
+        for scope in ("session", "global"):
+            peer.remember_many({"content": f"peer note {i}", "source": "chatter", "scope": scope,
+                                "created_at": now - timedelta(hours=28) + timedelta(seconds=i)} for i in range(3000))
     with Mnemosyne(session_id="me", db_path=db, embedder="none") as me:
-        # The viewer's own are always read; other sessions' shared ones among the span's latest.
-        assert mine in {m.id for m in me.recall("what happened yesterday?", now=now, source="planner")}
-        assert [m.id for m in me.recall("what happened yesterday?", now=now, source="planner",
-                                         until=now - timedelta(hours=28, seconds=1))] == [shared, mine]
+        for filters in ({"source": "planner"}, {"source": "planner", "scope": "global"}):
+            expected = [shared] if filters.get("scope") else [shared, mine]
+            assert [m.id for m in me.recall("what happened yesterday?", now=now, **filters)] == expected
 
 
 @pytest.mark.parametrize("query", ["what happened on April 9", "what happened on 2026-04-09", "what we did on 9 April"])
@@ -324,3 +332,16 @@ def test_a_listing_is_in_time_order_whatever_sounds_like_an_event(tmp_path: Path
         incident = mem.remember("What happened: the outage report.", created_at=now - timedelta(hours=6))
         lunch = mem.remember("Lunch with the design team.", created_at=now - timedelta(hours=2))
         assert [m.id for m in mem.recall("what happened today", now=now)] == [lunch, incident]
+
+
+def test_a_listing_asked_again_lists_what_came_since(tmp_path: Path):
+    noon = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember_many({"content": f"morning note {hour}", "created_at": noon.replace(hour=hour)}
+                          for hour in (8, 9, 10))
+        assert len(mem.recall("what happened today", now=noon, top_k=3)) == 3
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:  # the recall counts are written
+        later = mem.remember_many({"content": f"afternoon note {hour}", "created_at": noon.replace(hour=hour)}
+                                  for hour in (13, 14, 15))
+        # What the first listing returned (and so was recalled once) does not stay on top.
+        assert [m.id for m in mem.recall("what happened today", now=noon.replace(hour=16), top_k=3)] == later[::-1]

@@ -363,7 +363,9 @@ _WHEN = frozenset(
     tonight morning afternoon evening night noon midnight weekend""".split()
 )
 _PERIODS = frozenset("week month year quarter".split())
-_CLOCK = re.compile(r"\b\d{1,2}\s*(?:am|pm)\b|\b\d{4}-\d{2}-\d{2}\b|\bq[1-4]\b", re.IGNORECASE)
+_CLOCK = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b|\bq[1-4]\b", re.IGNORECASE
+)
 # Unit words that say no more than the number's symbol would ("40 dollars", "$45"),
 # and ways of saying "per" ("1200 a month", "1300 per month").
 _SYMBOL_UNITS = frozenset("dollar dollars usd euro euros eur pound pounds gbp percent pct".split())

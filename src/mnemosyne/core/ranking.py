@@ -158,7 +158,7 @@ def fuse(
     # is no result unless the query lists its time's memories.
     found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(listed or ())
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
-    signals["listed"] = dict(listed or {})
+    listing = signals["listed"] = dict(listed or {})
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
     # evidence the whole episode holds, and (below) the episode's best score.
@@ -178,7 +178,8 @@ def fuse(
         # signal found but scored 0, the lowest similarity, is ranked, not dropped.)
         if key in meaning_only or key not in found:
             continue
-        scores[key] = (relevance[key] + episode[key]) * math.prod(_factors(candidate, now, window, weights))
+        factors = _factors(candidate, now, window, weights, key in listing)
+        scores[key] = (relevance[key] + episode[key]) * math.prod(factors)
     # Equal scores (those of a time's memories that nothing else matched): newest first.
     best = sorted(scores, key=lambda key: (-scores[key], -candidates[key].created_at, key))[:limit]
     # Explaining is for the few returned, not every candidate.
@@ -187,7 +188,7 @@ def fuse(
             **{field: values.get(key, 0.0) for field, values in signals.items()},
             "relevance": relevance[key],
             "episode": episode[key],
-            **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights), strict=True)),
+            **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights, key in listing), strict=True)),
             "score": scores[key],
         })
         for key in best
@@ -199,17 +200,21 @@ _FACTORS = ("importance", "recency", "time_match", "access", "superseded")
 
 
 def _factors(
-    candidate: Candidate, now: float, window: Window | None, weights: Weights
+    candidate: Candidate, now: float, window: Window | None, weights: Weights, listed: bool = False
 ) -> tuple[float, float, float, float, float]:
     """The ``_FACTORS`` of a candidate: its importance, freshness, a match with the
     time the query names, past use, and whether a newer value replaced it (only a
-    recall that asks for such values sees one: it ranks below the value now true)."""
+    recall that asks for such values sees one: it ranks below the value now true).
+
+    A ``listed`` memory (of a time a query asks about and nothing else) is ordered by
+    its time itself, importance, then newest first: neither freshness nor past use
+    counts, or what one listing returned would head every later one."""
     age_days = max(0.0, now - candidate.created_at) / DAY
     return (
         1 + weights.importance * (candidate.importance - 0.5),
-        1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
+        1.0 if listed else 1 + weights.recency * 0.5 ** (age_days / weights.recency_half_life_days),
         1 + weights.time_match * _in_window(candidate.created_at, window),
-        1 + weights.access * math.log1p(candidate.access_count),
+        1.0 if listed else 1 + weights.access * math.log1p(candidate.access_count),
         weights.superseded if candidate.superseded else 1.0,
     )
 

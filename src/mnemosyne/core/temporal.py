@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import NamedTuple
 
 DAY = timedelta(days=1)
@@ -140,16 +140,28 @@ def named_time(query: str, now: datetime) -> NamedTime | None:
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
         if since := _SINCE.search(text):
-            # "since March" reads as "in March", "since Monday" as "on Monday".
+            # "since March" reads as "in March", "since Monday" as "on Monday"; from the
+            # time itself ("since May 8": not the week before it that its span holds).
+            if back := _hours_back(since.group(1), now):
+                return _whole((back[0], today + DAY))
             if found := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
-                return _whole((found.span[0], today + DAY))
-        if match := _HOURS_AGO.search(text):
-            hours = _count(match.group(1))
-            slack = timedelta(hours=max(1.0, hours / 2))
-            return _whole((now - timedelta(hours=hours) - slack, now - timedelta(hours=hours) + slack))
+                return _whole((found.named[0], today + DAY))
+        if back := _hours_back(text, now):
+            then, hours = back
+            slack = timedelta(hours=max(1.0, hours / 2))  # counted loosely
+            return _whole((then - slack, then + slack))
         return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
+
+
+def _hours_back(text: str, now: datetime) -> tuple[datetime, int] | None:
+    """The time "2 hours ago" names, and the count of hours: elapsed time, so a clock
+    changed for daylight saving in between does not move it."""
+    if (match := _HOURS_AGO.search(text)) is None:
+        return None
+    hours = _count(match.group(1))
+    return now.astimezone(timezone.utc) - timedelta(hours=hours), hours
 
 
 def _read(text: str, today: datetime) -> NamedTime | None:

@@ -120,7 +120,10 @@ def _backup_source_version(conn: sqlite3.Connection, source: Path) -> int:
 
 
 def _record_backup_time(source: Path) -> None:
-    """Note the backup for ``get_stats().last_backup_at`` (through the store: no raw writes)."""
+    """Note the backup for ``get_stats().last_backup_at`` (through the store: no raw writes).
+    A backup copied again (off site, say) records nothing: it must stay as it was made."""
+    if manifest_path(source).exists():
+        return
     try:
         store = SQLiteStore(source)
         try:
@@ -186,6 +189,11 @@ def restore_backup(
     manifest = verify_backup(backup)
     if target.is_dir():
         raise InvalidInputError(f"db_path {target} is a directory; pass the database file path")
+    if manifest_path(target).exists():
+        raise InvalidInputError(
+            f"db_path {target} is a backup (its manifest is beside it), not a database to restore into; "
+            "restore into the database's own path"
+        )
     _refuse_foreign_target(target)
     mark = None
     try:

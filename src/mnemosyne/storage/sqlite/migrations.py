@@ -265,6 +265,16 @@ CREATE INDEX memories_by_time ON memories (created_at);
 """
 
 
+_V7_SHARED_MEMORIES_BY_TIME = """
+-- The latest memories of a span come from two walks, each over what it may return:
+-- a session's own (memories_by_session_time) and the shared ones of every session.
+-- A walk over every memory by time passed through other sessions' private ones,
+-- which a busy span holds by the thousand.
+DROP INDEX memories_by_time;
+CREATE INDEX memories_by_scope_time ON memories (scope, created_at);
+"""
+
+
 _CONTEXTS = ("memories_context_fts",)
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -280,6 +290,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         6, "context within an episode, memories by time", _V6_CONTEXT_WITHIN_AN_EPISODE, after=_rebuild_contexts,
         rebuilds=_CONTEXTS,
     ),
+    Migration(7, "shared memories by time", _V7_SHARED_MEMORIES_BY_TIME),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -16,16 +16,17 @@ from .driver_errors import translate
 
 
 def session_is_stored(conn: sqlite3.Connection, session_id: str) -> bool:
-    """Whether memories or explicit episodes of ``session_id`` are stored.
+    """Whether memories or explicit episodes of ``session_id`` are stored, or the
+    audit log records it (a session whose every memory was forgotten).
 
-    The memories' session index answers at once; episodes (few, and not indexed by
-    session) are read only when no memory is found, which is rare: a session that
-    opened an episode and remembered nothing in it.
+    The memories' session index answers at once; episodes and the audit log (not
+    indexed by session) are read only when no memory is found, which is rare: a
+    session that opened an episode and remembered nothing, or forgot all it had.
     """
     if _has_table(conn, "memories") and _found(conn, "memories", session_id):
         return True
     # Schemas before 3 have no episodes table.
-    return _has_table(conn, "episodes") and _found(conn, "episodes", session_id)
+    return any(_has_table(conn, table) and _found(conn, table, session_id) for table in ("episodes", "audit_log"))
 
 
 def file_holds_session(path: str | Path, session_id: str, busy_timeout: float) -> bool:
