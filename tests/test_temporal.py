@@ -345,18 +345,3 @@ def test_a_listing_asked_again_lists_what_came_since(tmp_path: Path):
                                   for hour in (13, 14, 15))
         # What the first listing returned (and so was recalled once) does not stay on top.
         assert [m.id for m in mem.recall("what happened today", now=noon.replace(hour=16), top_k=3)] == later[::-1]
-
-
-def test_a_listing_keeps_what_sleep_condensed_under_the_evening_before(tmp_path: Path):
-    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
-    midnight = now.replace(hour=0) - timedelta(days=1)  # yesterday began here
-    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
-        for minutes, text in ((-20, "Planning began late."), (-10, "Priya proposed the billing tables first."),
-                              (5, "Dana will write the rollback scripts."), (15, "The freeze starts Thursday.")):
-            mem.remember(text, created_at=midnight + timedelta(minutes=minutes))
-        before = [m.content for m in mem.recall("what happened yesterday", now=now)]
-        assert mem.sleep(policy=SleepPolicy(summarise_after=0)).summarised == 4
-        # The summary is dated when its episode began, the evening before: yesterday's
-        # part of it is listed as it was said.
-        assert [m.content for m in mem.recall("what happened yesterday", now=now)] == before
-        assert before == ["The freeze starts Thursday.", "Dana will write the rollback scripts."]

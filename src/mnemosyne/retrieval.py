@@ -113,8 +113,6 @@ def search(
             else by_meaning() if dense_search is None
             else dense_search.result())
         latest_by_span = [store.latest(span, depth) for span in spans]
-        if only_when and redirect:
-            latest_by_span = _with_condensed(store, spans, latest_by_span, filters, depth)
         latest = list(dict.fromkeys(seq for found in latest_by_span for seq in found))
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
@@ -184,22 +182,6 @@ def search(
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
-    ]
-
-
-def _with_condensed(
-    store: SQLiteStore, spans: list[Filters], latest_by_span: list[list[int]], filters: Filters, depth: int
-) -> list[list[int]]:
-    """Each span's latest active memories, then those that sleep condensed, by what
-    stands for them in the listing's time: a summary of the span, or, where none does
-    (an episode that began the evening before is summarised under that evening), the
-    originals themselves. Read apart, so that sixty condensed chat lines cannot crowd
-    out the span's other memories."""
-    condensed = [store.latest(dataclasses.replace(span, statuses=("consolidated",)), depth) for span in spans]
-    standing_for = store.representatives({seq for found in condensed for seq in found}, filters)
-    return [
-        list(dict.fromkeys([*found, *(standing_for.get(seq) or seq for seq in more)]))
-        for found, more in zip(latest_by_span, condensed, strict=True)
     ]
 
 
