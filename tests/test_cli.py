@@ -176,7 +176,8 @@ def corrupt_backup(tmp_path: Path) -> Path:
     backup = tmp_path / "corrupt.bak"
     create_backup(db_path=source, backup_path=backup)
     data = bytearray(backup.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 32] = b"\x00" * 32
+    middle = slice(len(data) // 2, len(data) // 2 + 32)
+    data[middle] = bytes(byte ^ 0xFF for byte in data[middle])  # changed whatever was there (zeros too)
     backup.write_bytes(bytes(data))
     return backup
 

@@ -261,6 +261,7 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The standup time is 9:30.", "The standup time is 10:15."),
     ("The standup is at 9:30.", "The standup is at 10am."),  # a clock either way
     ("The call is at 14:00 UTC.", "The call is at 3pm UTC."),
+    ("The endpoint is 10.0.0.5:80", "The endpoint is 10.0.0.6:8080"),  # a port, not a time
     # Said as a change or a correction.
     ("My email is alice@oldmail.com", "My email changed to alice@newmail.io"),
     ("The team lead is Dana.", "Correction: the team lead is now Priya."),

@@ -46,7 +46,8 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 
 
 @pytest.mark.parametrize(
-    ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14)]
+    ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
+                           ("schema_v6.db", 14)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
@@ -270,3 +271,15 @@ def test_what_an_older_release_still_running_stores_is_indexed_for_words(tmp_pat
 def word_index_ok(mem: Mnemosyne) -> bool:
     (check,) = [c for c in mem.doctor().checks if c.name == "index:memories_fts"]
     return check.ok
+
+
+def test_an_upgrade_keeps_the_index_the_previous_release_names(tmp_path: Path):
+    # Processes of the previous release, still running during a rolling upgrade, read
+    # a time's latest memories INDEXED BY it: without it their recall would fail.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v6.db", db)
+    with Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()) as mem:
+        assert mem.get_stats().schema_version == LATEST_VERSION
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT seq FROM memories INDEXED BY memories_by_time ORDER BY created_at DESC LIMIT 1")
+        assert rows.fetchone() is not None

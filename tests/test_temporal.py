@@ -128,6 +128,13 @@ def test_hours_ago_are_hours_elapsed_across_a_clock_change():
     assert (now.timestamp() - start.timestamp(), now.timestamp() - end.timestamp()) == (3 * 3600, 3600)
 
 
+def test_a_naive_now_gives_a_naive_span():
+    naive = datetime(2026, 5, 11, 15)
+    for query in ("since 2 hours ago", "2 hours ago", "since yesterday"):
+        start, end = time_window(query, naive)
+        assert start.tzinfo is None and end.tzinfo is None and start < end
+
+
 def test_days_are_the_calendar_days_of_nows_time_zone():
     from zoneinfo import ZoneInfo
 
@@ -345,3 +352,27 @@ def test_a_listing_asked_again_lists_what_came_since(tmp_path: Path):
                                   for hour in (13, 14, 15))
         # What the first listing returned (and so was recalled once) does not stay on top.
         assert [m.id for m in mem.recall("what happened today", now=noon.replace(hour=16), top_k=3)] == later[::-1]
+
+
+def test_a_topical_question_naming_a_time_finds_its_memory_without_a_vector(tmp_path: Path):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder="none") as without_model:  # stored while the model was down
+        dentist = without_model.remember("The dentist said the filling can wait.", created_at=now - timedelta(hours=20))
+    with Mnemosyne(db_path=db, embedder=HashEmbedder(), auto_backfill=False) as mem:
+        mem.remember_many({"content": f"unrelated note {i}", "created_at": now - timedelta(hours=19, seconds=-i)}
+                          for i in range(30))
+        assert mem.recall("what did the dentist say yesterday", now=now)[0].id == dentist
+
+
+def test_the_latest_of_a_span_are_read_exactly_or_among_the_latest_scanned(tmp_path: Path):
+    from mnemosyne.storage.base import Filters
+
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(session_id="me", db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("kept by the planner", source="planner", created_at=now - timedelta(hours=5))
+        mem.remember_many({"content": f"chatter {i}", "source": "chatter",
+                           "created_at": now - timedelta(hours=4, seconds=-i)} for i in range(10))
+        span = Filters("me", sources=("planner",), since=(now - timedelta(days=1)).timestamp(), until=now.timestamp())
+        assert len(mem._store.latest(span, 5)) == 1
+        assert mem._store.latest(span, 5, scanned=10) == []  # the ten newer ones are all the walk reads

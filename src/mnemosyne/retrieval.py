@@ -30,6 +30,9 @@ MIN_CANDIDATES = 50
 DEFAULT_WEIGHTS = Weights()
 # At most this many candidates without a vector are embedded during a recall.
 EMBEDDED_AT_RECALL = 16
+# How many of the latest memories of a time a query names are read for those without
+# a vector, in each of the two walks (the viewer's own, every session's shared ones).
+LATEST_SCANNED = 2_000
 
 
 def search(
@@ -112,7 +115,10 @@ def search(
             _nothing_by_meaning() if only_when
             else by_meaning() if dense_search is None
             else dense_search.result())
-        latest_by_span = [store.latest(span, depth) for span in spans]
+        # A listing has nothing else to find its memories by: it reads its span
+        # exactly. Otherwise the nearest by meaning in the span are searched for, and
+        # those without a vector among the span's latest LATEST_SCANNED are enough.
+        latest_by_span = [store.latest(span, depth, None if only_when else LATEST_SCANNED) for span in spans]
         latest = list(dict.fromkeys(seq for found in latest_by_span for seq in found))
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.

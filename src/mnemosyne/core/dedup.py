@@ -363,8 +363,12 @@ _WHEN = frozenset(
     tonight morning afternoon evening night noon midnight weekend""".split()
 )
 _PERIODS = frozenset("week month year quarter".split())
+# A clock time ("10am", "9:30", "14:00"), a date or a quarter. Not an address's port
+# ("10.0.0.5:80") nor a time with seconds ("12:34:56", more like a count or an id).
 _CLOCK = re.compile(
-    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b|\bq[1-4]\b", re.IGNORECASE
+    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|(?<![\d.:])\b(?:[01]?\d|2[0-3]):[0-5]\d\b(?!:)"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\bq[1-4]\b",
+    re.IGNORECASE,
 )
 # Unit words that say no more than the number's symbol would ("40 dollars", "$45"),
 # and ways of saying "per" ("1200 a month", "1300 per month").

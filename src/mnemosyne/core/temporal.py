@@ -161,7 +161,9 @@ def _hours_back(text: str, now: datetime) -> tuple[datetime, int] | None:
     if (match := _HOURS_AGO.search(text)) is None:
         return None
     hours = _count(match.group(1))
-    return now.astimezone(timezone.utc) - timedelta(hours=hours), hours
+    # Naive stays naive (this machine's zone), as the caller's other times are.
+    zone = None if now.tzinfo is None else timezone.utc
+    return datetime.fromtimestamp(now.timestamp() - hours * 3600, zone), hours
 
 
 def _read(text: str, today: datetime) -> NamedTime | None:

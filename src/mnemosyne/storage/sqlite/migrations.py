@@ -269,8 +269,8 @@ _V7_SHARED_MEMORIES_BY_TIME = """
 -- The latest memories of a span come from two walks, each over what it may return:
 -- a session's own (memories_by_session_time) and the shared ones of every session.
 -- A walk over every memory by time passed through other sessions' private ones,
--- which a busy span holds by the thousand.
-DROP INDEX memories_by_time;
+-- which a busy span holds by the thousand. (memories_by_time stays: processes of
+-- the previous release, still running during a rolling upgrade, name it.)
 CREATE INDEX memories_by_scope_time ON memories (scope, created_at);
 """
 

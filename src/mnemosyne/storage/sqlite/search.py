@@ -206,27 +206,43 @@ class SearchReads:
             rows = select_in(conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list(seqs))
         return {int(seq): str(content) for seq, content in rows}
 
-    def latest(self, filters: Filters, limit: int) -> list[int]:
-        """The seqs of the ``limit`` latest memories passing ``filters``, newest first.
+    def latest(self, filters: Filters, limit: int, scanned: int | None = None) -> list[int]:
+        """The seqs of the ``limit`` latest memories passing ``filters``, newest first:
+        exactly, or among the ``scanned`` latest of the ``since``..``until`` span in
+        each walk.
 
         The planner would rather take every active memory by status and sort them
         (20-40 ms at 100k), so two walks go down a time index from the newest and stop
         after ``limit`` rows pass: one over the viewer's own memories, one over every
-        session's shared ones. Neither passes through what the viewer may not see.
+        session's shared ones. Neither passes through what the viewer may not see,
+        but filters that pass few of them (a source, say) walk the whole span: 40-50
+        ms over 100k memories of a day. ``scanned`` bounds that, where other searches
+        also look through the span.
         """
         where, params = filter_sql(filters, alias="m")
-        parts = [("memories_by_session_time", "m.session_id = ?", [filters.viewer_session])]
+        parts: list[tuple[str, str, list[Any]]] = [
+            ("memories_by_session_time", "session_id = ?", [filters.viewer_session])
+        ]
         if filters.scope != "session":
-            parts.append(("memories_by_scope_time", "m.scope = 'global'", []))
+            parts.append(("memories_by_scope_time", "scope = 'global'", []))
+        newest_first = "ORDER BY created_at DESC, seq DESC"
+        if scanned is None:
+            walks = [(f"memories AS m INDEXED BY {index} WHERE m.{part} AND {where} {newest_first}", part_params)
+                     for index, part, part_params in parts]
+        else:
+            # The LIMIT keeps the inner walk apart (SQLite does not merge a limited
+            # subquery into an outer query that filters it), and the outer query reads
+            # it in its order, newest first, stopping at its own LIMIT.
+            span, span_params = filter_sql(Filters(filters.viewer_session, since=filters.since,
+                                                   until=filters.until, statuses=()), alias="s")
+            walks = [(f"(SELECT {_FILTERED_COLUMNS} FROM memories AS s INDEXED BY {index} WHERE s.{part} AND "
+                      f"{span} {newest_first} LIMIT ?) AS m WHERE {where}", [*part_params, *span_params, scanned])
+                     for index, part, part_params in parts]
         with self._db.read() as conn:
             found = [
                 row
-                for index, part, part_params in parts
-                for row in conn.execute(
-                    f"SELECT seq, created_at FROM memories AS m INDEXED BY {index} "
-                    f"WHERE {part} AND {where} ORDER BY created_at DESC, seq DESC LIMIT ?",
-                    [*part_params, *params, limit],
-                )
+                for walk, walk_params in walks
+                for row in conn.execute(f"SELECT seq, created_at FROM {walk} LIMIT ?", [*walk_params, *params, limit])
             ]
         newest = sorted(dict(found).items(), key=lambda row: (-row[1], -row[0]))
         return [seq for seq, _ in newest[:limit]]
@@ -250,6 +266,8 @@ class SearchReads:
 
 # How many times ``limit`` matches a text search ranks before applying filters.
 _OVERFETCH = 2
+# The columns ``filter_sql`` reads, and those ``latest`` returns.
+_FILTERED_COLUMNS = "seq, session_id, scope, status, kind, source, created_at, valid_until"
 _FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
 
 
