@@ -72,6 +72,7 @@ from .errors import DiskFullError, InvalidInputError, MnemosyneError, StorageErr
 from .models import KINDS, STATUSES
 from .storage.base import NewMemory
 from .storage.sqlite.backup_file import manifest_path
+from .storage.sqlite.connection import open_immutable
 from .storage.sqlite.snapshot import remove_abandoned, temporary_file
 
 FORMAT = "mnemosyne-jsonl"
@@ -190,12 +191,11 @@ def check_writable(path: str | Path, expanded: Path) -> None:
 
 
 def _is_database(path: Path) -> bool:
-    """Whether ``path`` is a SQLite database file. SQLite reads it, immutably: closing
-    a descriptor of our own would drop every lock this process holds on that file."""
+    """Whether ``path`` is a SQLite database file."""
     if not path.is_file() or path.stat().st_size == 0:
         return False
     try:
-        probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+        probe = open_immutable(path)
     except sqlite3.Error:
         return False
     try:

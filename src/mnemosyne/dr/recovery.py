@@ -50,7 +50,7 @@ from ..storage.sqlite.backup_file import (
     timestamp_for_names,
     write_backup,
 )
-from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_read_only
+from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_immutable, open_read_only
 from ..storage.sqlite.driver_errors import translate
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
 from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned, temporary_file
@@ -276,10 +276,9 @@ def _schema_version_on_disk(path: Path) -> int:
 
 
 def _read_pragma(path: Path, pragma: str) -> int:
-    """A number from the file's header (0 if unreadable), through SQLite: a plain
-    ``open()`` and close would drop this process's SQLite locks on the file."""
+    """A number from the file's header (0 if unreadable)."""
     try:
-        conn = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+        conn = open_immutable(path)
         try:
             return int(conn.execute(f"PRAGMA {pragma}").fetchone()[0])
         finally:

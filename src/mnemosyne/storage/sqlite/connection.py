@@ -462,6 +462,14 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+def open_immutable(path: Path) -> sqlite3.Connection:
+    """A connection that reads ``path`` as a file no one changes: no lock, no journal,
+    nothing created beside it. For a look at a file that may not be ours, or not a
+    database at all: SQLite reads it, since a plain ``open()`` and close would drop
+    every lock this process holds on that file."""
+    return sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+
+
 def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """A plain connection that can never create or write ``path``.
 

@@ -31,7 +31,7 @@ from ...models import Memory
 from ..base import NewMemory, Store
 from .access import AccessRecorder
 from .backup_file import manifest_path
-from .connection import DEFAULT_BUSY_TIMEOUT_S, Database
+from .connection import DEFAULT_BUSY_TIMEOUT_S, Database, open_immutable
 from .context_index import refresh_contexts
 from .derived import present
 from .idempotency import existing_id, for_key, stored_hashes
@@ -451,7 +451,7 @@ def prepare_path(path: str | Path) -> Path:
 
 def _refuse_foreign_file(path: Path) -> None:
     try:
-        probe = sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
+        probe = open_immutable(path)
     except sqlite3.Error:
         return  # cannot be opened at all (no file descriptors left...): the real connection reports why
     try:
