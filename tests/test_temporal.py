@@ -54,6 +54,10 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("last Friday's retro", day(3, 15), day(3, 16)),
         ("what was said on Wednesday", day(3, 13), day(3, 14)),  # today is one: a week ago
         ("on Saturday morning", day(3, 16), day(3, 17)),
+        ("last fri", day(3, 15), day(3, 16)),
+        ("what we did on Tues", day(3, 19), day(3, 20)),
+        ("this Monday", day(3, 18), day(3, 19)),  # this week's
+        ("this Friday", day(3, 22), day(3, 23)),  # even when still ahead
         ("last weekend", day(3, 16), day(3, 18)),
         ("over the weekend", day(3, 16), day(3, 18)),
         ("this weekend", day(3, 23), day(3, 25)),
@@ -64,11 +68,16 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("2 weeks ago", day(2, 28) + timedelta(hours=12), day(3, 12) + timedelta(hours=12)),
         ("last week", day(3, 12), day(3, 21)),
         ("in the past month", day(2, 18), day(3, 21)),
+        ("the week before last", day(3, 5), day(3, 14)),
+        ("the month before last", day(1, 1), day(2, 15)),
+        ("the year before last", day(1, 1, 2022), day(1, 1, 2023)),
         ("this week", day(3, 18), day(3, 21)),
         ("this month", day(3, 1), day(3, 21)),
         ("earlier this year", day(1, 1), day(3, 21)),
         ("in June", day(6, 1, 2023), day(7, 16, 2023)),
         ("in March", day(3, 1), day(4, 15)),
+        ("in mid-March", day(3, 1), day(4, 15)),
+        ("in early June", day(6, 1, 2023), day(7, 16, 2023)),
         ("last March", day(3, 1, 2023), day(4, 15, 2023)),
         ("last February", day(2, 1), day(3, 17)),
         ("in 2022", day(1, 1, 2022), day(1, 1, 2023)),
@@ -88,6 +97,12 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("an hour ago", NOW - timedelta(hours=2), NOW),
         ("what broke 4 hours ago", NOW - timedelta(hours=6), NOW - timedelta(hours=2)),
         ("this afternoon's call", day(3, 20), day(3, 21)),
+        ("30 minutes ago", NOW - timedelta(minutes=45), NOW - timedelta(minutes=15)),
+        ("5 minutes ago", NOW - timedelta(minutes=15), NOW + timedelta(minutes=5)),
+        # The past hours or minutes: from then until now.
+        ("what happened in the past hour", NOW - timedelta(hours=1), day(3, 21)),
+        ("errors in the last 30 minutes", NOW - timedelta(minutes=30), day(3, 21)),
+        ("the past 24 hours", NOW - timedelta(hours=24), day(3, 21)),
         ("in the last year", day(3, 20, 2023), day(3, 21)),  # the past twelve months
     ],
 )
@@ -107,6 +122,7 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
         "what is in Jan's calendar",     # a person's
         "February 30, 2024",             # not a date
         "the 2024-13-01 release",
+        "since 2024-13-01",               # not all of 2024
         "valid until 9999-12-31",        # spans past the calendar's end
         "expires December 31, 9999",
     ],
@@ -321,16 +337,50 @@ def test_a_times_memories_are_found_under_a_busy_span_of_other_sessions(tmp_path
             assert [m.id for m in me.recall("what happened yesterday?", now=now, **filters)] == expected
 
 
-@pytest.mark.parametrize("query", ["what happened on April 9", "what happened on 2026-04-09", "what we did on 9 April"])
-def test_a_listing_of_a_dates_memories_starts_with_that_day(tmp_path: Path, query: str):
+@pytest.mark.parametrize("query", [
+    "what happened on April 9", "what happened on 2026-04-09", "what we did on 9 April", "what happened on April 9th",
+    "what did we discuss on the 9th of April",
+])
+def test_a_listing_of_a_date_holds_that_day_alone(tmp_path: Path, query: str):
     now = datetime(2026, 4, 15, 16, tzinfo=timezone.utc)
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         days = {day: mem.remember(f"Worked on task number {day}.", created_at=now.replace(day=day, hour=11))
                 for day in range(1, 15)}
         found = mem.recall(query, now=now, top_k=5, explain=True)
-        # The day itself, then the days around it that may tell of it, newest first.
-        assert [m.id for m in found] == [days[9], days[14], days[13], days[12], days[11]]
+        # Not the days around it, which a topical question searches for retellings.
+        assert [m.id for m in found] == [days[9]]
         assert found[0].explanation["listed"] == 1.0 and found[0].explanation["dense"] == 0.0
+        # Every field is explained, those a listing does not search as 0.
+        assert found[0].explanation["content"] == found[0].explanation["context"] == 0.0
+
+
+def test_a_listing_of_a_month_holds_that_month_alone(tmp_path: Path):
+    now = datetime(2026, 5, 15, 16, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        april = mem.remember("Closed the April books.", created_at=datetime(2026, 4, 20, tzinfo=timezone.utc))
+        mem.remember("Opened the May books.", created_at=datetime(2026, 5, 4, tzinfo=timezone.utc))
+        for query in ("what happened in April", "what happened last month"):
+            assert [m.id for m in mem.recall(query, now=now, top_k=50)] == [april]
+
+
+@pytest.mark.parametrize("query", [
+    "what did we discuss yesterday", "what did we talk about yesterday", "catch me up on yesterday",
+    "list everything from yesterday", "summarise yesterday", "what was done yesterday",
+])
+def test_asking_for_a_times_account_in_other_words_lists_it(tmp_path: Path, query: str):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        refactor = mem.remember("Refactored the billing service.", created_at=now - timedelta(hours=20))
+        assert [m.id for m in mem.recall(query, now=now)] == [refactor]
+
+
+@pytest.mark.parametrize("query", ["what happened to 4521 yesterday", "4521 yesterday"])
+def test_a_number_no_time_holds_is_what_a_question_asks_about(tmp_path: Path, query: str):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        ticket = mem.remember("Ticket 4521 escalated to the vendor.", created_at=now - timedelta(hours=20))
+        mem.remember("Routine backup check passed.", created_at=now - timedelta(hours=14))
+        assert [m.id for m in mem.recall(query, now=now)] == [ticket]
 
 
 def test_a_listing_is_in_time_order_whatever_sounds_like_an_event(tmp_path: Path):

@@ -62,17 +62,14 @@ def search(
     terms = lexical.query_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
-    # Monday, nor by one that merely reads like an event ("the incident report").
+    # Monday, nor by one that merely reads like an event ("the incident report"), nor
+    # by the days around a date that a topical question searches for its retellings.
     only_when = window is not None and asks_only_when(terms)
-    # The spans whose latest memories are candidates: for a listing, the time itself
-    # first (a date's day), then the days around it.
-    spans = [] if during is None else [during]
-    if only_when:
+    if window is not None and only_when:
+        during = _during(filters, window.named)
         if during is None:  # the caller's own filters leave none of that time
             return []
         filters = during
-        if window is not None and window.named != window.span and (named := _during(during, window.named)):
-            spans.insert(0, named)
     # A listing's words name its time, not a topic: neither words nor meaning are
     # searched for, and "what happened" in a memory's text does not put it first.
     searched = [] if only_when else terms
@@ -118,8 +115,7 @@ def search(
         # A listing has nothing else to find its memories by: it reads its span
         # exactly. Otherwise the nearest by meaning in the span are searched for, and
         # those without a vector among the span's latest LATEST_SCANNED are enough.
-        latest_by_span = [store.latest(span, depth, None if only_when else LATEST_SCANNED) for span in spans]
-        latest = list(dict.fromkeys(seq for found in latest_by_span for seq in found))
+        latest = [] if during is None else store.latest(during, depth, None if only_when else LATEST_SCANNED)
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
         waiting = store.without_vectors(latest) if query_vector is not None else latest
@@ -151,7 +147,7 @@ def search(
         dated = {seq for seq, _ in dated_hits} | set(waiting)
         # Listed whatever their meaning only when the query asks about nothing but the
         # time; otherwise they are candidates that must match like any other.
-        listed = _listing(latest_by_span) if only_when else {}
+        listed = dict.fromkeys(latest, 1.0) if only_when else {}
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
@@ -189,16 +185,6 @@ def search(
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
-
-
-def _listing(latest_by_span: list[list[int]]) -> dict[int, float]:
-    """How well each memory of a listing is of the time its query names: fully in
-    the first span (the time itself), half in the days around it."""
-    listed: dict[int, float] = {}
-    for rank, found in enumerate(latest_by_span):
-        for seq in found:
-            listed.setdefault(seq, 1.0 if rank == 0 else 0.5)
-    return listed
 
 
 def _nothing_by_meaning() -> tuple[None, Neighbours, list[tuple[int, float]]]:

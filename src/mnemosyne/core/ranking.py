@@ -43,8 +43,7 @@ class Weights:
     standout_floor: float = 0.25
     standout_gap: float = 0.05
     # A memory of the time a query names that asks about nothing else ("what happened
-    # yesterday"): that it is of that time is what it has to match (half as well in
-    # the days around a date, which are there for retellings).
+    # yesterday"): that it is of that time is what it has to match.
     listed: float = 1.0
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
@@ -129,8 +128,8 @@ def fuse(
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
     ``candidates`` are skipped. ``listed`` maps the candidates found in the span of time
-    a query names that asks about nothing else to how well they are of that time (1
-    in the time itself, less in the days around a date): that is their match.
+    a query names that asks about nothing else to how well they are of that time:
+    that is their match.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -141,7 +140,8 @@ def fuse(
     of a handful is no stranger to the query, and they are divided by the best, as
     BM25 is.
     """
-    signals = {name: normalise(hits) for name, hits in lexical.items()}
+    # Every field is explained, those a query did not search (a listing's) as 0.
+    signals = {"content": {}, "context": {}, **{name: normalise(hits) for name, hits in lexical.items()}}
     similar = [(key, max(score, 0.0)) for key, score in dense]
     similar_window = [(key, max(score, 0.0)) for key, score in dense_window]
     if stretch:

@@ -1,6 +1,7 @@
-"""Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8",
-"3 weeks ago", "2 hours ago", "last week", "last month", "since March", "last
-Friday", "last weekend", "on Valentine's day".
+"""Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8th",
+"3 weeks ago", "2 hours ago", "30 minutes ago", "the past hour", "last week", "the
+week before last", "last month", "in mid-April", "since March", "last Friday", "this
+Monday", "last weekend", "on Valentine's day".
 
 ``time_window(query, now)`` returns the span a query points at, or None. Recall
 favours memories created inside it and never hides the others ("what did we decide
@@ -54,6 +55,9 @@ _MONTH_NAMES = [  # each month's full name, then its short ones
 _MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, start=1) for name in names}
 _SHORT_MONTHS = [short for names in _MONTH_NAMES for short in names[1:]]
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SHORT_WEEKDAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+                   "sat": 5, "sun": 6}
+_WEEKDAY_NUMBERS = {name: number for number, name in enumerate(_WEEKDAYS)} | _SHORT_WEEKDAYS
 # Holidays on a fixed date. Movable ones (Easter, Thanksgiving, Mother's Day) fall on
 # different days in different countries, so they are not guessed.
 # Matched with the query's apostrophes dropped: "valentine's day" reads "valentines day".
@@ -62,17 +66,22 @@ _HOLIDAYS = {"new years eve": (12, 31), "new years day": (1, 1), "valentines day
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "several": 4}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_UNIT_SECONDS = {"minute": 60, "hour": 3600}
 
 # The words a time named here may hold, and those that ask what happened then
 # rather than about something: "what happened yesterday", "anything new last week".
 _TIME_WORDS = frozenset({
-    *_MONTHS, *_WEEKDAYS, *" ".join([*_HOLIDAYS, *_COUNTS]).split(), *_UNIT_DAYS, *(f"{u}s" for u in _UNIT_DAYS),
+    *_MONTHS, *_WEEKDAYS, *_SHORT_WEEKDAYS, *" ".join([*_HOLIDAYS, *_COUNTS]).split(), *_UNIT_DAYS,
+    *(f"{u}s" for u in _UNIT_DAYS), *_UNIT_SECONDS, *(f"{u}s" for u in _UNIT_SECONDS),
     "yesterday", "today", "tonight", "night", "morning", "afternoon", "evening", "ago", "past", "last", "this",
-    "hour", "hours",
-    "weekend", "since", "before", "valentine", "valentines",
+    "weekend", "since", "before", "valentine", "valentines", "early", "mid", "late",
 })
-_HAPPENING = frozenset("""happen happened happening happens anything something new news going went work worked
-    working earlier recently lately""".split())
+_HAPPENING = frozenset("""happen happened happening happens anything something everything new news going went
+    work worked working done doing earlier recently lately discuss discussed discussing talk talked talking
+    catch list summarise summarize summary recap update updates activity""".split())
+# A number in a time: a day of the month or a count ("on the 14th", "2 hours ago"),
+# or a year. Any other number is what the query is about ("ticket 4521 yesterday").
+_TIME_NUMBER = re.compile(r"(?:[0-9]|[0-9][0-9])(?:st|nd|rd|th)?|(?:19|20)[0-9]{2}")
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -87,19 +96,28 @@ _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b")
 _DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b")
 # "on Saturday mornings" is a habit, not a day.
 _WEEKDAY = re.compile(
-    r"\b(?:on|last|this past)\s+(" + "|".join(_WEEKDAYS) + r")\b(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
+    r"\b(on|last|this past|this)\s+(" + "|".join(sorted(_WEEKDAY_NUMBERS, key=len, reverse=True))
+    + r")\b(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
 )
 _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
+_BEFORE_LAST = re.compile(r"\b(week|month|year)\s+before\s+last\b")
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b")
 # "in Jan's calendar" is a person's: a month is written out when it owns something.
-_IN_MONTH = re.compile(rf"\b(in|during|last)\s+(?!(?:{'|'.join(_SHORT_MONTHS)})'s\b){_MONTH}\b")
-_IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b")
+# "in mid-April" and "in early May" are read as the whole month (spans are generous).
+_IN_MONTH = re.compile(
+    rf"\b(in|during|last)\s+(?:(?:early|mid|late)[-\s]+)?(?!(?:{'|'.join(_SHORT_MONTHS)})'s\b){_MONTH}\b"
+)
+_IN_YEAR = re.compile(r"\bin\s+((?:19|20)\d{2})\b(?![-/]\d)")  # not the year of "in 2026-13-01"
 # "since yesterday", "since last Friday", "since Monday", "since March": from then until now.
 _SINCE = re.compile(r"\bsince\s+(.+)")
-# "an hour ago", "3 hours ago": around then, counted loosely.
-_HOURS_AGO = re.compile(rf"\b{_COUNT}\s+hours?\s+ago\b")
+# "an hour ago", "30 minutes ago": around then, counted loosely. "The past hour",
+# "the last 30 minutes": from then until now.
+_CLOCK_AGO = re.compile(rf"\b{_COUNT}\s+(minute|hour)s?\s+ago\b")
+_PAST_CLOCK = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?(minute|hour)s?\b")
+# How loosely "N minutes/hours ago" is counted, at the least (half of N, beyond).
+_CLOCK_SLACK = {"minute": 600, "hour": 3600}
 # "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
 # "May" with its capital, "on may 2", "2nd may", "2 of may" or one with a year.
 _MODAL_MAY = re.compile(r"(?<!\b[oO]n )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
@@ -119,7 +137,7 @@ def window_seconds(query: str, now: datetime) -> Window | None:
 def asks_only_when(terms: Iterable[str]) -> bool:
     """Whether a query's search terms ask about a time and nothing else ("what
     happened yesterday"): then every memory of that time answers it."""
-    return all(term in _TIME_WORDS or term in _HAPPENING or term.isdigit() for term in terms)
+    return all(term in _TIME_WORDS or term in _HAPPENING or _TIME_NUMBER.fullmatch(term) for term in terms)
 
 
 def time_window(query: str, now: datetime) -> Span | None:
@@ -142,28 +160,32 @@ def named_time(query: str, now: datetime) -> NamedTime | None:
         if since := _SINCE.search(text):
             # "since March" reads as "in March", "since Monday" as "on Monday"; from the
             # time itself ("since May 8": not the week before it that its span holds).
-            if back := _hours_back(since.group(1), now):
+            if back := _clock_back(_CLOCK_AGO, since.group(1), now):
                 return _whole((back[0], today + DAY))
             if found := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
                 return _whole((found.named[0], today + DAY))
-        if back := _hours_back(text, now):
-            then, hours = back
-            slack = timedelta(hours=max(1.0, hours / 2))  # counted loosely
+        if back := _clock_back(_CLOCK_AGO, text, now):
+            then, seconds, unit = back
+            slack = timedelta(seconds=max(_CLOCK_SLACK[unit], seconds / 2))  # counted loosely
             return _whole((then - slack, then + slack))
+        if back := _clock_back(_PAST_CLOCK, text, now):
+            return _whole((back[0], today + DAY))
         return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
 
 
-def _hours_back(text: str, now: datetime) -> tuple[datetime, int] | None:
-    """The time "2 hours ago" names, and the count of hours: elapsed time, so a clock
-    changed for daylight saving in between does not move it."""
-    if (match := _HOURS_AGO.search(text)) is None:
+def _clock_back(expression: re.Pattern[str], text: str, now: datetime) -> tuple[datetime, int, str] | None:
+    """The time "2 hours ago" or "the past 30 minutes" (as ``expression`` reads it)
+    goes back to, in seconds and its unit: elapsed time, so a clock changed for
+    daylight saving in between does not move it."""
+    if (match := expression.search(text)) is None:
         return None
-    hours = _count(match.group(1))
+    unit = match.group(2)
+    seconds = (_count(match.group(1)) if match.group(1) else 1) * _UNIT_SECONDS[unit]
     # Naive stays naive (this machine's zone), as the caller's other times are.
     zone = None if now.tzinfo is None else timezone.utc
-    return datetime.fromtimestamp(now.timestamp() - hours * 3600, zone), hours
+    return datetime.fromtimestamp(now.timestamp() - seconds, zone), seconds, unit
 
 
 def _read(text: str, today: datetime) -> NamedTime | None:
@@ -210,8 +232,12 @@ def _relative_day(text: str, today: datetime) -> Span | None:
     if re.search(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", text):
         return today, today + DAY
     if match := _WEEKDAY.search(text):
+        weekday = _WEEKDAY_NUMBERS[match.group(2)]
+        if match.group(1) == "this":  # this week's, even when still ahead
+            day = today + (weekday - today.weekday()) * DAY
+            return day, day + DAY
         # The latest such day before today: on a Friday, "last Friday" is a week ago.
-        back = (today.weekday() - _WEEKDAYS.index(match.group(1)) - 1) % 7 + 1
+        back = (today.weekday() - weekday - 1) % 7 + 1
         return today - back * DAY, today - (back - 1) * DAY
     if match := _WEEKEND.search(text):
         # "last weekend" ended before this week began; "this weekend" is this week's,
@@ -231,6 +257,15 @@ def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
             previous = today.replace(day=1) - DAY
             return _date_span(previous.year, previous.month, None, today.tzinfo)
         return _year_span(today.year - 1, today.tzinfo)
+    if match := _BEFORE_LAST.search(text):
+        # Two of them back, as "last week" (the past seven days), "last month" and
+        # "last year" (calendar ones) are one back.
+        if match.group(1) == "week":
+            return today - 15 * DAY, today - 6 * DAY
+        if match.group(1) == "month":
+            previous = (today.replace(day=1) - DAY).replace(day=1) - DAY
+            return _date_span(previous.year, previous.month, None, today.tzinfo)
+        return _year_span(today.year - 2, today.tzinfo)
     if match := _AGO.search(text):
         unit = _UNIT_DAYS[match.group(2)]
         then = today - _count(match.group(1)) * unit * DAY
