@@ -71,7 +71,8 @@ def restate(text: str, rng: random.Random) -> str:
         return " ".join(words)
     if choice < 0.8:
         return "As I said, " + text[:1].lower() + text[1:]
-    return text.rstrip(".!?") + "!!"
+    # Emphasis, not another kind of sentence: a question restated stays a question.
+    return text.rstrip(".!?") + ("??" if text.rstrip().endswith("?") else "!!")
 
 
 def build_log(sample: dict, rng: random.Random, session: str) -> tuple[list[dict], dict, list]:

@@ -241,6 +241,7 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("The rate limit is 100 per minute.", "The rate limit is 5000 per day."),
     ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
     ("The bug appears only when the user is logged in.", "The bug appears only when the user is logged out."),
+    ("The release is a mess.", "The release is a success."),  # described, not valued
 ])
 def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
@@ -262,6 +263,10 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The standup is at 9:30.", "The standup is at 10am."),  # a clock either way
     ("The call is at 14:00 UTC.", "The call is at 3pm UTC."),
     ("The endpoint is 10.0.0.5:80", "The endpoint is 10.0.0.6:8080"),  # a port, not a time
+    # Values that begin as an article would: "a@", "A-12", a lone letter.
+    ("My email is a@x.com", "My email is b@y.com"),
+    ("The meeting room is B-12", "The meeting room is A-12"),
+    ("My blood type is A", "My blood type is B"),
     # Said as a change or a correction.
     ("My email is alice@oldmail.com", "My email changed to alice@newmail.io"),
     ("The team lead is Dana.", "Correction: the team lead is now Priya."),
@@ -282,6 +287,16 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 1
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("We deploy on Friday?", "We deploy on Friday."),
+    ("The integration tests pass locally now.", "The integration tests pass locally now?"),
+    ("Caroline: The adoption agency called back today", 'Caroline: The adoption agency called back today?"'),
+])
+def test_a_question_and_a_statement_in_the_same_words_are_two_memories(older: str, newer: str):
+    records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 2 * DAY)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["merged"] == 0
 
 
 def test_a_speaker_saying_it_again_with_a_lead_in_merges():

@@ -750,6 +750,35 @@ def test_a_restore_the_disk_cannot_hold_is_a_typed_error_and_changes_nothing(tmp
     assert list((tmp_path / "new").iterdir()) == []
 
 
+def test_a_backup_to_a_full_disk_leaves_nothing_that_refuses_a_retry(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    seed(source, count=20)
+    full = tmp_path / "full"
+    full.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(full)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
+    try:
+        ballast = full / "ballast"
+        fd = os.open(ballast, os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):  # until no block is left
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        with pytest.raises(MnemosyneError, match="space|full"):
+            create_backup(db_path=source, backup_path=full / "b.bak")
+        assert sorted(path.name for path in full.iterdir()) == ["ballast"]
+        ballast.unlink()  # room again: the same backup, retried, is made
+        manifest = create_backup(db_path=source, backup_path=full / "b.bak")
+        assert verify_backup(full / "b.bak") == manifest
+    finally:
+        if subprocess.run(["umount", str(full)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(full)], check=True)
+
+
 def test_a_backup_of_another_page_size_restores_over_a_live_database(tmp_path: Path) -> None:
     source = tmp_path / "source.db"
     ids = seed(source, count=10)

@@ -151,6 +151,7 @@ def duplicate_groups(
     sets = [word_set(text) for text in texts]
     written = [written_words(text) for text in texts]
     numbers = [values(text) for text in texts]
+    asking = [is_question(text) for text in texts]
     frequency: Counter[str] = Counter()
     for words in sets:
         frequency.update(words)
@@ -187,6 +188,7 @@ def duplicate_groups(
         return hashes[earlier] == hashes[later] or (
             (earlier in alike or later in alike
              or (numbers[later] == numbers[earlier] and _lexical_duplicate(sets[later], sets[earlier], rules)))
+            and asking[earlier] == asking[later]
             and same_wording(written[earlier], written[later])
         )
 
@@ -238,8 +240,20 @@ def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
     kept_words, copy_words = written_words(kept), written_words(copy)
     return (
         len(b) >= rules.min_tokens and values(kept) == values(copy) and _lexical_duplicate(a, b, rules)
+        and is_question(kept) == is_question(copy)
         and (same_wording(kept_words, copy_words) or same_wording(copy_words, kept_words))
     )
+
+
+# What may close a sentence after its "?": a quote, a bracket.
+_CLOSING = " \t\n\"')]}»”’"
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends as a question. "We deploy on Friday?" is no repeat of
+    "We deploy on Friday.": one asks what the other says (punctuation aside, their
+    words are one wording)."""
+    return text.rstrip(_CLOSING).endswith("?")
 
 
 def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
@@ -401,7 +415,7 @@ def fact_key(text: str) -> Fact | None:
         return None
     subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
     value = tokenize(match["value"])
-    if not subject or not value or subject[0] in _VAGUE_SUBJECT or value[0] in _NOT_A_VALUE:
+    if not subject or not value or subject[0] in _VAGUE_SUBJECT or _describes(match["value"]):
         return None
     if subject[-1] in _CLAUSE or _CONDITION.intersection(subject) or _VERBS.intersection(value):
         return None  # "The service that is down is auth.", "... only when the user is ..."
@@ -421,16 +435,27 @@ def fact_key(text: str) -> Fact | None:
     return Fact(" ".join(subject + relation), _kind_of_value(match["value"], value), " ".join(value))
 
 
+def _describes(value: str) -> bool:
+    """Whether what follows "is" starts a description rather than a value: "not
+    ready", "still open", "a mess". The first word as written: "a@x.com" and "A-12"
+    are values, and so is a lone "A" (a blood type, a grade)."""
+    words = value.split()
+    first = words[0].strip(_LEADING_PUNCTUATION).lower()
+    return first in _NOT_A_VALUE and (len(words) > 1 or first not in _ARTICLES | {"one"})
+
+
 def _kind_of_value(written: str, value: Sequence[str]) -> str:
     """What a value is: a newer value replaces an older one of the same kind only.
     "on Friday" is when a party is, "on the rooftop" where; "Tom and Anna" names
     kids, "5 and 7" ages them; "100 per minute" and "5000 per day" are two limits
     (a number's unit words count, but not those a symbol says: "$45", "45 dollars")."""
-    numeric = [any(ch.isdigit() for ch in word) or (word in _NUMBER_WORDS and word not in _PERIODS) for word in value]
-    if _CLOCK.search(written) or _WHEN.intersection(value) or (not any(numeric) and _PERIODS.intersection(value)):
+    if _CLOCK.search(written) or _WHEN.intersection(value):
         return "when"
+    # Words as written: "B-12" is one number, with no unit "b".
+    words = quoted_words(written)
+    numeric = [any(ch.isdigit() for ch in word) or (word in _NUMBER_WORDS and word not in _PERIODS) for word in words]
     if any(numeric):
-        units = ["per" if word in _PER else word for word, number in zip(value, numeric, strict=True)
+        units = ["per" if word in _PER else word for word, number in zip(words, numeric, strict=True)
                  if not number and word not in _SYMBOL_UNITS and word != "the"]
         return " ".join(["number", *units])
-    return "what"
+    return "when" if _PERIODS.intersection(value) else "what"

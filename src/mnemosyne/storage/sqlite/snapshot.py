@@ -157,7 +157,12 @@ def _create_locked(path: Path, mode: int = 0o644, take_over_claim: bool = False)
         os.close(fd)
         raise FileExistsError(path)
     if take_over_claim:
-        os.write(fd, CLAIM)
+        try:
+            os.write(fd, CLAIM)
+        except OSError:  # a full disk: the empty file made here would refuse every retry
+            path.unlink()
+            os.close(fd)
+            raise
     return fd
 
 
