@@ -242,6 +242,8 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
     ("The bug appears only when the user is logged in.", "The bug appears only when the user is logged out."),
     ("The release is a mess.", "The release is a success."),  # described, not valued
+    ("The cache is warm.", "The cache is not the problem."),  # not that value: which one holds?
+    ("The beta flag is not enabled.", "The beta flag is not visible."),
 ])
 def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
@@ -283,6 +285,9 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The person who owns billing is Dana.", "The person who owns billing is Bob."),
     ("The deadline for that project is Friday.", "The deadline for that project is Monday."),
     ("The only approver is Alice.", "The only approver is Bob."),
+    # A value said not to hold, and said to hold again.
+    ("The beta flag is enabled.", "The beta flag is not enabled."),
+    ("The beta flag is not enabled.", "The beta flag is enabled."),
 ])
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]

@@ -268,17 +268,23 @@ def plan_consolidation(
                 continue
             # A fact promoted now is a value among its session's and among the global ones.
             scopes = ("session", "global") if m.scope == "session" and global_after_sleep(m) else (m.scope,)
+            stated = f"not {fact.value}" if fact.negated else fact.value
             for slot in [(m.session_id, scope, fact.attribute, fact.kind) for scope in scopes]:
                 previous = latest.get(slot)
-                if previous is not None and previous[0] == fact.value:
+                if previous is not None and previous[0] == stated:
                     previous[1].append(m)
+                    continue
+                # "The flag is not enabled" replaces "the flag is enabled" alone: it says
+                # nothing of another value ("the cache is not the problem" after "the
+                # cache is warm"). Any value said later replaces it.
+                if fact.negated and previous is not None and previous[0] != fact.value:
                     continue
                 for old in previous[1] if previous is not None else ():
                     if value(old, "status") != "superseded":
                         plan.set(old.id, status="superseded")
                         plan.links.append(Link(m.id, old.id, "supersedes"))
                         plan.counts["superseded"] += 1
-                latest[slot] = (fact.value, [m])
+                latest[slot] = (stated, [m])
 
     # 3. merge near-duplicates into a global member if there is one, else into the
     # earliest. Across sessions only repeats (the same words in the same order) group,

@@ -396,6 +396,10 @@ class Fact(NamedTuple):
     attribute: str  # the subject's words but articles, and a relation ("meeting at")
     kind: str  # what the value is: when, a number (with its unit), or what
     value: str
+    negated: bool = False  # "the flag is not enabled": the value does not hold
+
+
+_NEGATED = re.compile(r"not\s+", re.IGNORECASE)
 
 
 def fact_key(text: str) -> Fact | None:
@@ -407,15 +411,19 @@ def fact_key(text: str) -> Fact | None:
 
     >>> fact_key("The plan is: ship it")   # what follows a colon is not a value
     >>> fact_key("The deploy window is Friday evening.")
-    Fact(attribute='deploy window', kind='when', value='friday evening')
+    Fact(attribute='deploy window', kind='when', value='friday evening', negated=False)
+    >>> fact_key("The beta flag is not enabled.")
+    Fact(attribute='beta flag', kind='what', value='enabled', negated=True)
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
     match = _FACT.match(text.translate(_TYPOGRAPHIC))  # "the user’s name" is "the user's name"
     if match is None:
         return None
+    negation = _NEGATED.match(match["value"])
+    said = match["value"][negation.end():] if negation else match["value"]
     subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
-    value = tokenize(match["value"])
-    if not subject or not value or subject[0] in _VAGUE_SUBJECT or _describes(match["value"]):
+    value = tokenize(said)
+    if not subject or not value or subject[0] in _VAGUE_SUBJECT or _describes(said):
         return None
     if subject[-1] in _CLAUSE or _CONDITION.intersection(subject) or _VERBS.intersection(value):
         return None  # "The service that is down is auth.", "... only when the user is ..."
@@ -429,10 +437,10 @@ def fact_key(text: str) -> Fact | None:
     # so is "Alice is 34".)
     named = all(_NAME.fullmatch(word) for word in written)
     # Words as written: an address or a link is one ("ana@mail.com", three tokens).
-    if len(match["value"].split()) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in match["value"])):
+    if len(said.split()) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in said)):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
-    return Fact(" ".join(subject + relation), _kind_of_value(match["value"], value), " ".join(value))
+    return Fact(" ".join(subject + relation), _kind_of_value(said, value), " ".join(value), negation is not None)
 
 
 def _describes(value: str) -> bool:
