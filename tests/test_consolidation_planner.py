@@ -304,6 +304,18 @@ def test_a_question_and_a_statement_in_the_same_words_are_two_memories(older: st
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["merged"] == 0
 
 
+@pytest.mark.parametrize(("older", "newer", "merged"), [
+    ("Password: hunter2", "Password: Hunter2", 0),  # the case of an identifier is what it says
+    ("The API token for staging is ABCdef123", "The API token for staging is abcDEF123", 0),
+    ("The sync job runs at NASA site", "The sync job runs at nasa site", 0),
+    ("Deploy the billing service on Friday evening", "deploy the billing service on friday evening", 1),
+    ("Ship it", "ship it", 1),
+])
+def test_case_tells_two_texts_apart_only_where_a_word_keeps_it(older: str, newer: str, merged: int):
+    records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 2 * DAY)]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["merged"] == merged
+
+
 def test_a_speaker_saying_it_again_with_a_lead_in_merges():
     records = [record(0, "Caroline: I went to the support group yesterday and it was so powerful.", NOW - 3 * DAY),
                record(1, "Caroline: As I said, I went to the support group yesterday and it was so powerful!!",

@@ -96,7 +96,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     Many threads and processes may share one database. ``busy_timeout`` (seconds)
     bounds how long a call waits for other writers' locks before
     :class:`DatabaseBusyError`. ``dedupe_window`` (seconds; 0 turns it off): a
-    ``remember`` that repeats one made within this window (same text up to case and
+    ``remember`` that repeats one made within this window (same text up to
     whitespace, same session, scope, source, importance, metadata and expiry)
     returns the existing memory's id instead of storing a duplicate.
 

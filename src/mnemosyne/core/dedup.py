@@ -94,8 +94,9 @@ _TYPOGRAPHIC = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})  # "user’s" 
 
 
 def written_words(text: str) -> list[str]:
-    """The words of ``text`` as written, lower-cased, with the punctuation around them
-    dropped and symbols inside kept: "C#", "+5", "alice@example.com". Composed
+    """The words of ``text`` as written, lower-cased (but those whose case is part of
+    them: see ``_folded``), with the punctuation around them dropped and symbols
+    inside kept: "C#", "+5", "alice@example.com". Composed
     ("é", not "e" + "´") and with typographic apostrophes made plain, so two ways of
     typing one text are one wording. A leading label ("Caroline: ...", "user: ...")
     is one word ending in ":", apart from what it labels."""
@@ -113,8 +114,17 @@ def quoted_words(text: str) -> list[str]:
 
 
 def _words(plain: str) -> list[str]:
-    words = (word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION).lower() for word in plain.split())
+    words = (_folded(word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION)) for word in plain.split())
     return [w for w in words if w]
+
+
+def _folded(word: str) -> str:
+    """``word`` in lower case, unless its case may be what it says: a word holding a
+    digit or a capital past its first letter ("Hunter2", "ABCdef", "NASA") is an
+    identifier, a secret, a name, and "hunter2" another one."""
+    if any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]):
+        return word
+    return word.lower()
 
 
 def values(text: str) -> tuple[str, ...]:
@@ -185,7 +195,7 @@ def duplicate_groups(
     def repeats(earlier: int, later: int, alike: set[int]) -> bool:
         """Whether ``later`` repeats ``earlier``; ``alike``: the texts close in meaning
         to the one of them being placed."""
-        return hashes[earlier] == hashes[later] or (
+        return (hashes[earlier] == hashes[later] and written[earlier] == written[later]) or (
             (earlier in alike or later in alike
              or (numbers[later] == numbers[earlier] and _lexical_duplicate(sets[later], sets[earlier], rules)))
             and asking[earlier] == asking[later]
@@ -234,10 +244,10 @@ def duplicate_groups(
 def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
     """Whether sleep's word rule would merge ``copy`` and ``kept`` (vectors aside),
     whichever of them came first."""
-    if content_hash(kept) == content_hash(copy):
-        return True
     a, b = word_set(kept), word_set(copy)
     kept_words, copy_words = written_words(kept), written_words(copy)
+    if content_hash(kept) == content_hash(copy) and kept_words == copy_words:
+        return True
     return (
         len(b) >= rules.min_tokens and values(kept) == values(copy) and _lexical_duplicate(a, b, rules)
         and is_question(kept) == is_question(copy)

@@ -13,3 +13,10 @@ def content_hash(content: str) -> str:
     """
     normalised = " ".join(content.split()).casefold()
     return hashlib.sha256(normalised.encode()).hexdigest()
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two texts are one but for spacing: what a retried or repeated write
+    sends. Case counts here, though not in the fingerprint: "Password: Hunter2" is
+    not "Password: hunter2"."""
+    return a.split() == b.split()

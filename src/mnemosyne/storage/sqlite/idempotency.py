@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from ...core.fingerprint import same_text
 from ...errors import InvalidInputError
 from ..base import NewMemory
 from .rows import dump_json, select_in
@@ -37,7 +38,7 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
         if found is not None:
             return found
     if memory.dedupe_since is not None and text_stored:
-        # Only a repeat is reused: the same text (up to case and spacing) with the same
+        # Only a repeat is reused: the same text (up to spacing) with the same
         # source, importance, metadata, expiry and episode. A write that differs in
         # anything else it stores would otherwise be silently dropped. So would a
         # replayed event: "yes" said at 09:00 and again at 09:06 is two events, so an
@@ -49,30 +50,29 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
         # sees that copy, and nothing the write says is private.
         # Only the content hash may pick the index ("+" keeps the others from it):
         # "episode_id IS NULL" would otherwise walk every memory outside an episode.
-        row = conn.execute(
-            "SELECT id FROM memories WHERE content_hash = ? AND +session_id = ? "
+        rows = conn.execute(
+            "SELECT id, content FROM memories WHERE content_hash = ? AND +session_id = ? "
             "AND (+scope = ? OR (? = 'session' AND +scope = 'global')) "
             "AND +kind = ? AND +recorded_at >= ? AND +source = ? AND +importance = ? "
             "AND +metadata = ? AND +valid_until IS ? AND +episode_id IS ? "
-            "AND (+created_at = ? OR (? AND +created_at = recorded_at)) ORDER BY recorded_at DESC LIMIT 1",
+            "AND (+created_at = ? OR (? AND +created_at = recorded_at)) ORDER BY recorded_at DESC",
             (memory.content_hash, memory.session_id, memory.scope, memory.scope, memory.kind,
              memory.dedupe_since, memory.source, memory.importance, dump_json(memory.metadata),
              memory.valid_until, memory.episode_id, memory.created_at, implicit_time),
-        ).fetchone()
-        if row is not None:
-            return str(row[0])
+        )
+        return next((str(row["id"]) for row in rows if same_text(row["content"], memory.content)), None)
     return None
 
 
 def for_key(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
     """The memory stored under ``memory.idempotency_key``, checked to be the same write."""
     row = conn.execute(
-        "SELECT id, session_id, scope, content_hash FROM memories WHERE idempotency_key = ?",
+        "SELECT id, session_id, scope, content FROM memories WHERE idempotency_key = ?",
         (memory.idempotency_key,),
     ).fetchone()
     if row is None:
         return None
-    if (row["session_id"], row["content_hash"]) != (memory.session_id, memory.content_hash):
+    if row["session_id"] != memory.session_id or not same_text(row["content"], memory.content):
         # Returning the old id here would silently drop this different content. Keys
         # are unique across the database, but another session's private memory is
         # not named: its id would let this session reach it.
