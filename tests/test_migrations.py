@@ -47,7 +47,7 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 
 @pytest.mark.parametrize(
     ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
-                           ("schema_v6.db", 14)]
+                           ("schema_v6.db", 14), ("schema_v7.db", 14)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
@@ -64,6 +64,7 @@ def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture:
             assert hero.metadata == {"ticket": 42, "tags": ["design", "héro ✓"]}
             assert hero.access_count >= 1 and hero.explanation["dense"] > 0  # its vector came along
             assert mem.recall("what happened in April 2026", now="2026-05-01")  # by the new time index
+            assert mem.recall("what happened in April 2026", now="2026-05-01", source="conversation")  # by source
             assert mem.doctor().ok
     with Mnemosyne(session_id="weekly-reports", db_path=db, embedder=HashEmbedder()) as other:
         # The forgotten memory's words are gone from every window: nothing is found by
@@ -283,3 +284,16 @@ def test_an_upgrade_keeps_the_index_the_previous_release_names(tmp_path: Path):
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT seq FROM memories INDEXED BY memories_by_time ORDER BY created_at DESC LIMIT 1")
         assert rows.fetchone() is not None
+
+
+def test_an_upgrade_indexes_each_sources_memories_by_time(tmp_path: Path):
+    # A source's latest memories (a query naming only it) are read down these, in
+    # walks over what the viewer may see, as a span's are down the time indexes.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v7.db", db)
+    Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()).close()
+    with sqlite3.connect(db) as conn:
+        columns = {index: [row[2] for row in conn.execute(f"PRAGMA index_info({index})")]
+                   for index in ("memories_by_source_session_time", "memories_by_source_scope_time")}
+    assert columns == {"memories_by_source_session_time": ["source", "session_id", "created_at"],
+                       "memories_by_source_scope_time": ["source", "scope", "created_at"]}

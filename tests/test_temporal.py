@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -421,8 +422,11 @@ def test_the_latest_of_a_span_are_read_exactly_or_among_the_latest_scanned(tmp_p
     now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
     with Mnemosyne(session_id="me", db_path=tmp_path / "m.db", embedder="none") as mem:
         mem.remember("kept by the planner", source="planner", created_at=now - timedelta(hours=5))
-        mem.remember_many({"content": f"chatter {i}", "source": "chatter",
+        mem.remember_many({"content": f"chatter {i}", "source": "chatter", "valid_until": now - timedelta(hours=1),
                            "created_at": now - timedelta(hours=4, seconds=-i)} for i in range(10))
-        span = Filters("me", sources=("planner",), since=(now - timedelta(days=1)).timestamp(), until=now.timestamp())
+        span = Filters("me", since=(now - timedelta(days=1)).timestamp(), until=now.timestamp(),
+                       valid_at=now.timestamp())
         assert len(mem._store.latest(span, 5)) == 1
         assert mem._store.latest(span, 5, scanned=10) == []  # the ten newer ones are all the walk reads
+        # A source's walk reads only that source's memories.
+        assert len(mem._store.latest(dataclasses.replace(span, sources=("planner",)), 5, scanned=10)) == 1

@@ -275,6 +275,17 @@ CREATE INDEX memories_by_scope_time ON memories (scope, created_at);
 """
 
 
+_V8_MEMORIES_BY_SOURCE = """
+-- A source's latest memories ("what did ci-bot say"), from the same two walks as a
+-- span's, each down one source: a session's own, and the shared ones of every
+-- session. A walk by time alone passed through every other source's memories, all
+-- of a session's for a source it rarely heard from. Either index also lists the
+-- database's few distinct sources without reading its many memories.
+CREATE INDEX memories_by_source_session_time ON memories (source, session_id, created_at);
+CREATE INDEX memories_by_source_scope_time ON memories (source, scope, created_at);
+"""
+
+
 _CONTEXTS = ("memories_context_fts",)
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -291,6 +302,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         rebuilds=_CONTEXTS,
     ),
     Migration(7, "shared memories by time", _V7_SHARED_MEMORIES_BY_TIME),
+    Migration(8, "memories by source", _V8_MEMORIES_BY_SOURCE),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
