@@ -14,7 +14,7 @@ from . import background
 from .core import lexical
 from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
-from .core.temporal import asks_only_when, window_seconds
+from .core.temporal import Window, asks_only_when, window_seconds
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -33,6 +33,12 @@ EMBEDDED_AT_RECALL = 16
 # How many of the latest memories of a time a query names are read for those without
 # a vector, in each of the two walks (the viewer's own, every session's shared ones).
 LATEST_SCANNED = 2_000
+# The statuses default recall searches: a consolidated match counts for what stands for it.
+_CONDENSED_TOO = ("active", "consolidated")
+# A query may name a source of a database with at most this many. Speakers, agents
+# and tools are few; thousands of sources are identifiers (documents, addresses)
+# that questions do not name, and looking through them would slow every recall.
+NAMED_SOURCES_UP_TO = 1_000
 
 
 def search(
@@ -58,24 +64,39 @@ def search(
     # without a vector. Those that may be returned as they are: a summary made
     # yesterday stands for its originals, and does not crowd out yesterday's others.
     window = window_seconds(query, local_time(now, zone))
-    during = _during(filters, None if window is None else window.span)
     terms = lexical.query_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor
     # by the days around a date that a topical question searches for its retellings.
     only_when = window is not None and asks_only_when(terms)
-    if window is not None and only_when:
+    # One about nothing but who said it (and when: "what did ci-bot say yesterday")
+    # by what that source said (then), listed alike: not by what others said of it.
+    speakers = () if only_when else _sources_asked_for(store, query, window, filters)
+    redirect = filters.statuses == ("active",)
+    if speakers:
+        # A source's condensed memories are among what it said: listed through what
+        # stands for them, or as themselves where that is by another source (a
+        # summary is by "sleep"), as a search filtered by source returns them.
+        filters = dataclasses.replace(filters, sources=speakers,
+                                      statuses=_CONDENSED_TOO if redirect else filters.statuses)
+    listing = only_when or bool(speakers)
+    if listing and window is not None:
         during = _during(filters, window.named)
         if during is None:  # the caller's own filters leave none of that time
             return []
         filters = during
-    # A listing's words name its time, not a topic: neither words nor meaning are
-    # searched for, and "what happened" in a memory's text does not put it first.
-    searched = [] if only_when else terms
-    redirect = filters.statuses == ("active",)
+    else:
+        during = _during(filters, None if window is None else window.span)
+    # The memories read by time: a listing's (a source's whenever, unless it names a
+    # time), or those of the span a topical question names.
+    by_time = filters if listing else during
+    # A listing's words name its time or source, not a topic: neither words nor
+    # meaning are searched for, and "what happened" in a memory's text does not put
+    # it first.
+    searched = [] if listing else terms
     if redirect:
-        filters = dataclasses.replace(filters, statuses=("active", "consolidated"))
+        filters = dataclasses.replace(filters, statuses=_CONDENSED_TOO)
 
     def by_meaning() -> tuple[np.ndarray | None, Neighbours, list[tuple[int, float]]]:
         query_vector = slot.embed([query])[0]
@@ -87,7 +108,7 @@ def search(
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
-    dense_search = background.submit(by_meaning) if slot.ready and not only_when else None
+    dense_search = background.submit(by_meaning) if slot.ready and not listing else None
     # One read snapshot for every lookup: they agree with each other (no memory can
     # be forgotten and its seq reused in between), and pay for one transaction.
     with store.snapshot():
@@ -109,13 +130,13 @@ def search(
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
         query_vector, (dense_hits, field_similarity), dated_hits = (
-            _nothing_by_meaning() if only_when
+            _nothing_by_meaning() if listing
             else by_meaning() if dense_search is None
             else dense_search.result())
         # A listing has nothing else to find its memories by: it reads its span
         # exactly. Otherwise the nearest by meaning in the span are searched for, and
         # those without a vector among the span's latest LATEST_SCANNED are enough.
-        latest = [] if during is None else store.latest(during, depth, None if only_when else LATEST_SCANNED)
+        latest = [] if by_time is None else store.latest(by_time, depth, None if listing else LATEST_SCANNED)
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
         waiting = store.without_vectors(latest) if query_vector is not None else latest
@@ -127,8 +148,11 @@ def search(
 
         if redirect:
             standing_for = store.representatives(
-                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found}, filters, terms
+                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found} | set(of_sources),
+                filters, searched,
             )
+            listed = dict(_redirected(listed.items(), standing_for))
+            of_sources = list(dict.fromkeys(standing_for.get(seq) or seq for seq in of_sources))
             folded = {field: _redirected(found, standing_for) for field, found in lexical_hits.items()}
             folded_dense = _redirected(dense_hits, standing_for)
             # A sleep may have condensed many matches into one summary: they count for
@@ -144,10 +168,12 @@ def search(
                     [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature).hits]
                 )
             lexical_hits, dense_hits = folded, folded_dense
-        dated = {seq for seq, _ in dated_hits} | set(waiting)
-        # Listed whatever their meaning only when the query asks about nothing but the
-        # time; otherwise they are candidates that must match like any other.
-        listed = dict.fromkeys(latest, 1.0) if only_when else {}
+        # Listed whatever their words or meaning only when the query asks about nothing
+        # but their time or source; otherwise they are candidates that must match like
+        # any other.
+        listed = dict.fromkeys(latest, 1.0) if listing and window is not None else {}
+        of_sources = latest if speakers else []
+        dated = {seq for seq, _ in dated_hits} | set(waiting) | set(listed) | set(of_sources)
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
@@ -178,13 +204,55 @@ def search(
             for seq, row in facts.items()
         }
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field_similarity, top_k, listed)
+                      stretch, field_similarity, top_k, listed, of_sources)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
+
+
+def _sources_asked_for(store: SQLiteStore, query: str, window: Window | None, filters: Filters) -> tuple[str, ...]:
+    """The sources a query asks about and nothing else besides what they said and a
+    time it names ("what did ci-bot say", "the user's messages yesterday"): of the
+    database's sources that it names, those the caller's filters keep and the viewer
+    has memories of; none when it asks about anything else ("what did ci-bot say
+    about arm64", "what did the user say about the budget").
+
+    A source only other sessions' private memories have is no source to the viewer:
+    naming it changes nothing.
+    """
+    sources = store.sources(NAMED_SOURCES_UP_TO)
+    if sources is None:
+        return ()
+    named = lexical.named_sources(query, _source_index(sources))
+    named = [source for source in named if not filters.sources or source in filters.sources]
+    # Naming fewer sources leaves more of the query unasked: no need to look further.
+    if not named or not _asks_nothing_else(query, named, window):
+        return ()
+    heard = [source for source in named if _heard_from(store, source, filters.viewer_session)]
+    speakers = lexical.outermost(heard)
+    return tuple(speakers) if speakers and _asks_nothing_else(query, speakers, window) else ()
+
+
+def _asks_nothing_else(query: str, sources: list[str], window: Window | None) -> bool:
+    """Whether a query naming ``sources`` asks about nothing but what they said (and
+    the time it names)."""
+    besides = lexical.asked_besides(query, sources)
+    return besides is not None and (not besides or window is not None and asks_only_when(besides))
+
+
+def _heard_from(store: SQLiteStore, source: str, viewer_session: str) -> bool:
+    """Whether the viewer may see any memory of ``source`` (whatever its status)."""
+    return bool(store.latest(Filters(viewer_session, sources=(source,), statuses=()), 1))
+
+
+@functools.lru_cache(maxsize=16)
+def _source_index(sources: frozenset[str]) -> lexical.SourceIndex:
+    """The store's sources by word, made again only when they change (the store hands
+    out the same set until then)."""
+    return lexical.index_sources(sources)
 
 
 def _nothing_by_meaning() -> tuple[None, Neighbours, list[tuple[int, float]]]:
@@ -235,7 +303,7 @@ def _crowded(found: list[tuple[int, float]], folded: list[tuple[int, float]], de
     return len(found) == depth and len(folded) < depth // 2
 
 
-def _redirected(hits: list[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
+def _redirected(hits: Iterable[tuple[int, float]], standing_for: dict[int, int | None]) -> list[tuple[int, float]]:
     """Hits on consolidated memories moved to their representative (best score kept).
 
     A consolidated memory that no memory passing the filters stands for (its summary

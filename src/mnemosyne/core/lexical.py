@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 # What FTS5's unicode61 tokenizer calls a token character: letters, digits,
 # combining marks and private-use characters (not "_", not punctuation). Matching
@@ -48,6 +48,20 @@ QUESTION_WORDS = frozenset(
 # the assistant said.
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
 _SECOND_PERSON = frozenset({"you", "your", "yours", "yourself"})
+
+# Words that ask for what a source said rather than about a topic: "what did ci-bot
+# say", "messages from the user", "anything the monitor reported".
+SPEECH_WORDS = frozenset(
+    """say says said saying tell tells told report reports reported write writes wrote written post posts
+    posted message messages note notes ask asks asked reply replies replied send sends sent mention mentions
+    mentioned anything everything""".split()
+)
+# A question asking where, when, why, how or who asks about something a source said,
+# not for all it said: "where was John in August", "when did ci-bot report".
+_ABOUT_WHAT_WAS_SAID = frozenset({"where", "when", "why", "how", "who", "whom", "whose", "while"})
+
+# A store's sources, each with its words, under its first word (see ``index_sources``).
+SourceIndex = Mapping[str, Sequence[tuple[str, frozenset[str]]]]
 
 
 # Below this many memories every term is cheap to score; above, common terms only
@@ -86,8 +100,11 @@ def query_terms(text: str) -> list[str]:
     """Distinct topic terms: stopwords and question-shape words dropped, unless
     nothing else is left."""
     tokens = list(dict.fromkeys(tokenize(text)))
-    content = [t for t in tokens if t not in STOPWORDS and t not in QUESTION_WORDS]
-    return content or tokens
+    return _topic_words(tokens) or tokens
+
+
+def _topic_words(tokens: Iterable[str]) -> list[str]:
+    return [t for t in tokens if t not in STOPWORDS and t not in QUESTION_WORDS]
 
 
 def source_terms(text: str) -> set[str]:
@@ -100,6 +117,49 @@ def source_terms(text: str) -> set[str]:
     if tokens & _SECOND_PERSON:
         terms.add("assistant")
     return terms
+
+
+def index_sources(sources: Iterable[str]) -> SourceIndex:
+    """Each of ``sources`` with its words, under its first word: a text naming a
+    source holds all of them, the first among them. Sources without a word are left
+    out."""
+    index: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for source in sources:
+        if words := tokenize(source):
+            index.setdefault(words[0], []).append((source, frozenset(words)))
+    return index
+
+
+def named_sources(text: str, index: SourceIndex) -> list[str]:
+    """The sources of ``index`` that ``text`` names, sorted: it holds every word of
+    theirs, and one of them is a topic word (a query holding "I" names no source
+    "I", nor one asking about "the last conversation" the source "conversation")."""
+    tokens = set(tokenize(text))
+    return sorted(
+        source
+        for token in tokens
+        for source, words in index.get(token, ())
+        if words <= tokens and _topic_words(words)
+    )
+
+
+def outermost(sources: Collection[str]) -> list[str]:
+    """``sources`` without those whose words are all in another's: a query saying
+    "ci-bot" names the source "ci-bot", not the source "bot" inside it."""
+    words = {source: frozenset(tokenize(source)) for source in sources}
+    return [source for source in sources if not any(words[source] < others for others in words.values())]
+
+
+def asked_besides(text: str, sources: Collection[str]) -> list[str] | None:
+    """What a query naming ``sources`` asks about besides what they said: its topic
+    words that are neither their words nor words of speech ("arm64" in "what did
+    ci-bot say about arm64"); empty when it asks for nothing else. None when it asks
+    where, when, why, how or who: about something they said, not for all of it."""
+    tokens = list(dict.fromkeys(tokenize(text)))
+    if _ABOUT_WHAT_WAS_SAID.intersection(tokens):
+        return None
+    named = {word for source in sources for word in tokenize(source)}
+    return [t for t in _topic_words(tokens) if t not in named and t not in SPEECH_WORDS]
 
 
 def fts_query(text: str) -> str | None:

@@ -11,7 +11,7 @@ with a time the query mentions, and past use then nudge the fused relevance.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -45,6 +45,9 @@ class Weights:
     # A memory of the time a query names that asks about nothing else ("what happened
     # yesterday"): that it is of that time is what it has to match.
     listed: float = 1.0
+    # A memory of the source a query names that asks about nothing else ("what did
+    # ci-bot say"): being that source's is what it has to match.
+    named_source: float = 1.0
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
     episode_gap_s: float = 3600.0 # events further apart than this are different episodes
@@ -125,11 +128,14 @@ def fuse(
     field: float | None = None,
     limit: int | None = None,
     listed: Mapping[int, float] | None = None,
+    named_source: Collection[int] = (),
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
     ``candidates`` are skipped. ``listed`` maps the candidates found in the span of time
     a query names that asks about nothing else to how well they are of that time:
-    that is their match.
+    that is their match. ``named_source`` holds those found among the memories of the
+    sources a query names that asks about nothing else (besides a time): they match
+    by being theirs.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -149,16 +155,19 @@ def fuse(
         signals["dense"], signals["dense_window"] = above_the_field(similar, floor), above_the_field(similar_window)
     else:
         signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
+    # A listing's memories (of a time, of a source) are found by what they are.
+    listing = set(listed or ()) | set(named_source)
     # Nearest neighbours always exist; a memory found by meaning alone must be close,
     # or stand out as the closest.
     meaning_only = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
-    } - set(listed or ()) - _standing_out(dense, weights)
+    } - listing - _standing_out(dense, weights)
     # A candidate no signal found (one of a time's memories without a vector, say)
-    # is no result unless the query lists its time's memories.
-    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | set(listed or ())
+    # is no result unless the query lists it.
+    found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | listing
     signals["source"] = {key: c.source_match for key, c in candidates.items() if c.source_match}
-    listing = signals["listed"] = dict(listed or {})
+    signals["listed"] = dict(listed or {})
+    signals["named_source"] = dict.fromkeys(named_source, 1.0)
     # An answer often sits in the same episode as the turn that matches best ("what
     # did she adopt?" ... "a puppy!"). Two signals carry that: how much lexical
     # evidence the whole episode holds, and (below) the episode's best score.
@@ -180,7 +189,7 @@ def fuse(
             continue
         factors = _factors(candidate, now, window, weights, key in listing)
         scores[key] = (relevance[key] + episode[key]) * math.prod(factors)
-    # Equal scores (those of a time's memories that nothing else matched): newest first.
+    # Equal scores (those of a listing's memories that nothing else matched): newest first.
     best = sorted(scores, key=lambda key: (-scores[key], -candidates[key].created_at, key))[:limit]
     # Explaining is for the few returned, not every candidate.
     return [
@@ -206,9 +215,9 @@ def _factors(
     time the query names, past use, and whether a newer value replaced it (only a
     recall that asks for such values sees one: it ranks below the value now true).
 
-    A ``listed`` memory (of a time a query asks about and nothing else) is ordered by
-    its time itself, importance, then newest first: neither freshness nor past use
-    counts, or what one listing returned would head every later one."""
+    A ``listed`` memory (of a time or a source a query asks about and nothing else)
+    is ordered by its time itself, importance, then newest first: neither freshness
+    nor past use counts, or what one listing returned would head every later one."""
     age_days = max(0.0, now - candidate.created_at) / DAY
     return (
         1 + weights.importance * (candidate.importance - 0.5),

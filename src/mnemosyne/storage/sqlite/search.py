@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ class SearchReads:
     _index: VectorIndex | None
     _frequencies: dict[str, int]
     _frequencies_as_of: tuple[int, str]
+    _sources: tuple[tuple[int, str, int], frozenset[str] | None]
 
     def search_text(
         self, queries: Mapping[str, Sequence[str]], filters: Filters, limit: int,
@@ -87,8 +88,7 @@ class SearchReads:
         those counts are taken again."""
         counts: dict[str, int] = {}
         with self._db.read() as conn:
-            total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
-            epoch = str(conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0])
+            total, epoch = _as_of(conn)
             cache = self._frequencies  # threads share it: work on one dict, swap whole
             counted_at, epoch_then = self._frequencies_as_of
             if epoch != epoch_then or abs(total - counted_at) > 0.1 * max(total, 1):
@@ -104,6 +104,27 @@ class SearchReads:
                         cache[term] = count
                 counts[term] = count
         return counts, total
+
+    def sources(self, limit: int) -> frozenset[str] | None:
+        """Every source a memory of this database has (in any session, any status), or
+        None when there are more than ``limit``.
+
+        A database has few sources and many memories: they are read once, down a
+        source index from one to the next, then only those of the memories added
+        since, and again after anything else that changes the index epoch (a
+        forget, a sleep, a restore)."""
+        with self._db.read() as conn:
+            as_of = _as_of(conn)
+            then, known = self._sources  # threads share it: swap it whole
+            if then == (*as_of, limit):
+                return known
+            if then[1:] == (as_of[1], limit) and as_of[0] > then[0]:
+                # Sources are only added: past the limit, a database stays past it.
+                known = None if known is None else _at_most(limit, known.union(_sources_since(conn, then[0])))
+            else:
+                known = _at_most(limit, (source for (source,) in conn.execute(_DISTINCT_SOURCES, (limit + 1,))))
+            self._sources = (*as_of, limit), known
+        return known
 
     def search_vectors(
         self, query: np.ndarray, filters: Filters, limit: int, embedder: dict[str, Any], field_rank: int = 0
@@ -267,6 +288,37 @@ _OVERFETCH = 2
 # The columns ``filter_sql`` reads, and those ``latest`` returns.
 _FILTERED_COLUMNS = "seq, session_id, scope, status, kind, source, created_at, valid_until"
 _FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
+
+
+def _as_of(conn: sqlite3.Connection) -> tuple[int, str]:
+    """Roughly how many memories there are (the highest seq), and the index epoch:
+    together they change whenever a memory is added, forgotten or changed where
+    searches filter."""
+    total = int(conn.execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+    return total, str(conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0])
+
+
+# Each source in turn, from the source index (the next one after the last): a seek per
+# source, not a read of every memory's.
+_DISTINCT_SOURCES = """
+WITH RECURSIVE sources (source) AS (
+    SELECT min(source) FROM memories
+    UNION ALL SELECT (SELECT min(source) FROM memories WHERE source > sources.source) FROM sources
+    WHERE source IS NOT NULL
+) SELECT source FROM sources WHERE source IS NOT NULL LIMIT ?
+"""
+
+
+def _sources_since(conn: sqlite3.Connection, seq: int) -> Iterator[str]:
+    """The sources of the memories added after ``seq``."""
+    # NOT INDEXED: the added rows, by seq, not every memory's source in an index.
+    for (source,) in conn.execute("SELECT DISTINCT source FROM memories NOT INDEXED WHERE seq > ?", (seq,)):
+        yield source
+
+
+def _at_most(limit: int, sources: Iterable[str]) -> frozenset[str] | None:
+    found = frozenset(sources)
+    return None if len(found) > limit else found
 
 
 def _walks(filters: Filters) -> list[tuple[str, str, list[Any]]]:

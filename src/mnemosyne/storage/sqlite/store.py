@@ -67,6 +67,7 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
         self._index: VectorIndex | None = None
         self._frequencies: dict[str, int] = {}
         self._frequencies_as_of: tuple[int, str] = (0, "")  # (memories then, index epoch then)
+        self._sources: tuple[tuple[int, str, int], frozenset[str] | None] = ((0, "", 0), frozenset())
         try:
             self._db.prepare()
             self.safety_backup = migrate(self._db)
