@@ -76,7 +76,7 @@ def test_explain_shows_that_a_listing_found_them_by_their_source(tmp_path: Path)
         (found,) = mem.recall("what did ci-bot say", explain=True)
         assert found.explanation is not None
         assert found.explanation["named_source"] == 1.0
-        assert found.explanation["dense"] == found.explanation["listed"] == 0.0 and "content" not in found.explanation
+        assert found.explanation["dense"] == found.explanation["listed"] == found.explanation["content"] == 0.0
         topical = mem.recall("what did ci-bot say about arm64", explain=True)[0].explanation
         assert topical is not None and topical["named_source"] == 0.0 and topical["content"] > 0
 

@@ -137,6 +137,11 @@ def search(
         # exactly. Otherwise the nearest by meaning in the span are searched for, and
         # those without a vector among the span's latest LATEST_SCANNED are enough.
         latest = [] if by_time is None else store.latest(by_time, depth, None if listing else LATEST_SCANNED)
+        # Listed whatever their words or meaning only when the query asks about nothing
+        # but their time or source; otherwise they are candidates that must match like
+        # any other.
+        listed = dict.fromkeys(latest, 1.0) if listing and window is not None else {}
+        of_sources = latest if speakers else []
         # Those without a vector (stored while the model was down, or by a process
         # without it) are embedded now, as those found by their words are.
         waiting = store.without_vectors(latest) if query_vector is not None else latest
@@ -168,11 +173,6 @@ def search(
                     [*folded_dense, *store.search_vectors(query_vector, active, depth, slot.signature).hits]
                 )
             lexical_hits, dense_hits = folded, folded_dense
-        # Listed whatever their words or meaning only when the query asks about nothing
-        # but their time or source; otherwise they are candidates that must match like
-        # any other.
-        listed = dict.fromkeys(latest, 1.0) if listing and window is not None else {}
-        of_sources = latest if speakers else []
         dated = {seq for seq, _ in dated_hits} | set(waiting) | set(listed) | set(of_sources)
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
