@@ -239,10 +239,14 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("My kids are Tom and Anna.", "My kids are 5 and 7."),
     ("The CEO is Jane Doe.", "The CEO is 54."),
     ("The rate limit is 100 per minute.", "The rate limit is 5000 per day."),
+    ("The API rate limit is 100/min.", "The API rate limit is 5000/day."),
+    ("The Pro plan price is $45/month.", "The Pro plan price is $400/year."),
     ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
     ("The bug appears only when the user is logged in.", "The bug appears only when the user is logged out."),
     ("The release is a mess.", "The release is a success."),  # described, not valued
     ("The cache is warm.", "The cache is not the problem."),  # not that value: which one holds?
+    ("The cache is not the problem.", "The cache is warm."),
+    ("The owner is not Bob.", "The owner is Alice."),
     ("The beta flag is not enabled.", "The beta flag is not visible."),
 ])
 def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
@@ -287,6 +291,7 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The only approver is Alice.", "The only approver is Bob."),
     # A value said not to hold, and said to hold again.
     ("The beta flag is enabled.", "The beta flag is not enabled."),
+    ("The beta flag is enabled.", "The beta flag is not enabled yet."),
     ("The beta flag is not enabled.", "The beta flag is enabled."),
 ])
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
@@ -298,6 +303,9 @@ def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     ("We deploy on Friday?", "We deploy on Friday."),
     ("The integration tests pass locally now.", "The integration tests pass locally now?"),
     ("Caroline: The adoption agency called back today", 'Caroline: The adoption agency called back today?"'),
+    ("We deploy the billing service on Friday.", "We deploy the billing service on Friday?!"),
+    ("We deploy the billing service on Friday.", "We deploy the billing service on Friday? \U0001f914"),
+    ("We deploy the billing service on Friday.", "We deploy the billing service on Friday\uff1f"),
 ])
 def test_a_question_and_a_statement_in_the_same_words_are_two_memories(older: str, newer: str):
     records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 2 * DAY)]
@@ -314,6 +322,14 @@ def test_a_question_and_a_statement_in_the_same_words_are_two_memories(older: st
 def test_case_tells_two_texts_apart_only_where_a_word_keeps_it(older: str, newer: str, merged: int):
     records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 2 * DAY)]
     assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["merged"] == merged
+
+
+def test_a_value_said_not_to_hold_then_said_again_is_current_again():
+    texts = ["The beta flag is enabled.", "The beta flag is not enabled.", "The beta flag is enabled."]
+    records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    statuses = [plan.updates.get(r.id, {}).get("status", "active") for r in records]
+    assert statuses == ["superseded", "superseded", "active"]
 
 
 def test_a_speaker_saying_it_again_with_a_lead_in_merges():

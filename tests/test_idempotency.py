@@ -113,6 +113,9 @@ def test_a_write_differing_only_in_case_is_stored(mem: Mnemosyne):
     with pytest.raises(InvalidInputError, match="already used"):  # a retry sends the same text
         mem.remember("Deploy key is xyz", idempotency_key="k")
     assert mem.remember("Deploy key is  XyZ", idempotency_key="k") == keyed
+    with pytest.raises(InvalidInputError, match="items 0 and 1 share idempotency_key"):  # nothing stored
+        mem.remember_many([{"content": "Key is AbC", "idempotency_key": "b"},
+                           {"content": "Key is abc", "idempotency_key": "b"}])
     assert mem.get_stats().total == 5
 
 

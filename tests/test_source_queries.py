@@ -176,6 +176,31 @@ def test_a_source_named_by_a_common_word_does_not_take_over_a_topical_query(tmp_
         assert [m.id for m in mem.recall("notes about the budget", now=NOW)] == [budget]
 
 
+@pytest.mark.parametrize("query", ["what is my email?", "what's my email", "my email"])
+def test_a_question_about_a_thing_a_source_is_named_after_is_topical(tmp_path: Path, query: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("Newsletter: 20% off shoes this week", source="email", created_at=ago(3))
+        address = mem.remember("My email is ana@example.com", source="user", created_at=ago(30))
+        assert mem.recall(query, now=NOW)[0].id == address
+        assert {m.source for m in mem.recall("what did the email say", now=NOW)} == {"email"}
+
+
+def test_a_source_named_by_a_word_of_speech_beside_another_is_that_word(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("Grocery list: eggs, milk", source="notes", created_at=ago(3))
+        nightly = mem.remember("Nightly run passed", source="ci-bot", created_at=ago(2))
+        for query in ("notes from ci-bot", "what notes did ci-bot post", "ci-bot's notes"):
+            assert [m.id for m in mem.recall(query, now=NOW)] == [nightly], query
+
+
+def test_a_source_the_scope_keeps_none_of_is_no_listing(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="me", db_path=db, embedder="none") as mem:
+        mem.remember("Build 412 failed on arm64", source="ci-bot", scope="global", created_at=ago(3))
+        flagged = mem.remember("ci-bot flagged the arm64 build as broken", source="user", created_at=ago(2))
+        assert [m.id for m in mem.recall("what did ci-bot say", now=NOW, scope="session")] == [flagged]
+
+
 def test_a_longer_name_is_the_source_named(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
         mem.remember("Disk usage at 80%", source="bot", created_at=ago(2))

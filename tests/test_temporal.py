@@ -69,7 +69,7 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("2 weeks ago", day(2, 28) + timedelta(hours=12), day(3, 12) + timedelta(hours=12)),
         ("last week", day(3, 12), day(3, 21)),
         ("in the past month", day(2, 18), day(3, 21)),
-        ("the week before last", day(3, 5), day(3, 14)),
+        ("the week before last", day(3, 5), day(3, 12)),  # the eight days before "last week"
         ("the month before last", day(1, 1), day(2, 15)),
         ("the year before last", day(1, 1, 2022), day(1, 1, 2023)),
         ("this week", day(3, 18), day(3, 21)),
@@ -124,6 +124,8 @@ def test_a_named_time_becomes_a_span(query: str, start: datetime, end: datetime)
         "February 30, 2024",             # not a date
         "the 2024-13-01 release",
         "since 2024-13-01",               # not all of 2024
+        "last minute changes",            # an idiom, not the past minute
+        "solar panels on sun exposure",   # no Sunday
         "valid until 9999-12-31",        # spans past the calendar's end
         "expires December 31, 9999",
     ],
@@ -373,6 +375,19 @@ def test_asking_for_a_times_account_in_other_words_lists_it(tmp_path: Path, quer
     with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
         refactor = mem.remember("Refactored the billing service.", created_at=now - timedelta(hours=20))
         assert [m.id for m in mem.recall(query, now=now)] == [refactor]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("who was late yesterday", "Bob was late to standup again."),
+    ("the minutes from yesterday", "Meeting minutes: we ship v2 on Friday."),
+])
+def test_a_word_of_a_time_outside_one_is_what_a_question_asks_about(tmp_path: Path, query: str, expected: str):
+    now = datetime(2026, 6, 10, 12, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        for hours, text in [(22, "Bob was late to standup again."), (18, "Meeting minutes: we ship v2 on Friday."),
+                            (14, "Refactored the billing service.")]:
+            mem.remember(text, created_at=now - timedelta(hours=hours))
+        assert mem.recall(query, now=now)[0].content == expected
 
 
 @pytest.mark.parametrize("query", ["what happened to 4521 yesterday", "4521 yesterday"])

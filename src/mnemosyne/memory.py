@@ -18,7 +18,7 @@ from ._backfill import Backfill, embed_all
 from .consolidate import SleepMixin
 from .core.consolidation import SHARED_SESSION, SleepPolicy
 from .core.dedupe_window import DEFAULT_DEDUPE_WINDOW_S, dedupe_since
-from .core.fingerprint import content_hash
+from .core.fingerprint import content_hash, same_text
 from .core.ids import new_id
 from .core.signature import same_embedder
 from .core.timeutil import (
@@ -225,7 +225,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             if memory.idempotency_key is None:
                 continue
             first = first_with_key.setdefault(memory.idempotency_key, index)
-            if prepared[first].content_hash != memory.content_hash:
+            if not same_text(prepared[first].content, memory.content):
                 raise InvalidInputError(
                     f"items {first} and {index} share idempotency_key {memory.idempotency_key!r} but not "
                     "their content; give each its own key (nothing was stored)"

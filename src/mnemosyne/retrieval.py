@@ -14,7 +14,7 @@ from . import background
 from .core import lexical
 from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
-from .core.temporal import Window, asks_only_when, window_seconds
+from .core.temporal import HAPPENING, Window, asks_only_when, window_seconds, without_times
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -69,7 +69,7 @@ def search(
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor
     # by the days around a date that a topical question searches for its retellings.
-    only_when = window is not None and asks_only_when(terms)
+    only_when = window is not None and asks_only_when(query)
     # One about nothing but who said it (and when: "what did ci-bot say yesterday")
     # by what that source said (then), listed alike: not by what others said of it.
     speakers = () if only_when else _sources_asked_for(store, query, window, filters)
@@ -231,21 +231,26 @@ def _sources_asked_for(store: SQLiteStore, query: str, window: Window | None, fi
     # Naming fewer sources leaves more of the query unasked: no need to look further.
     if not named or not _asks_nothing_else(query, named, window):
         return ()
-    heard = [source for source in named if _heard_from(store, source, filters.viewer_session)]
+    heard = [source for source in named if _heard_from(store, source, filters)]
     speakers = lexical.outermost(heard)
+    if len(speakers) > 1:  # "notes from ci-bot": the source "notes" is what ci-bot said
+        speakers = [source for source in speakers if not lexical.speech_only(source)] or speakers
     return tuple(speakers) if speakers and _asks_nothing_else(query, speakers, window) else ()
 
 
 def _asks_nothing_else(query: str, sources: list[str], window: Window | None) -> bool:
-    """Whether a query naming ``sources`` asks about nothing but what they said (and
-    the time it names)."""
-    besides = lexical.asked_besides(query, sources)
-    return besides is not None and (not besides or window is not None and asks_only_when(besides))
+    """Whether a query naming ``sources`` asks for what they said (at the time it
+    names) and nothing else."""
+    asked = query if window is None else without_times(query)
+    besides = lexical.asked_besides(asked, sources)
+    return (besides is not None and all(word in HAPPENING for word in besides)
+            and lexical.asks_for_what_was_said(asked, sources))
 
 
-def _heard_from(store: SQLiteStore, source: str, viewer_session: str) -> bool:
-    """Whether the viewer may see any memory of ``source`` (whatever its status)."""
-    return bool(store.latest(Filters(viewer_session, sources=(source,), statuses=()), 1))
+def _heard_from(store: SQLiteStore, source: str, filters: Filters) -> bool:
+    """Whether the viewer may see any memory of ``source`` (whatever its status) in
+    the scope the filters keep."""
+    return bool(store.latest(Filters(filters.viewer_session, scope=filters.scope, sources=(source,), statuses=()), 1))
 
 
 @functools.lru_cache(maxsize=16)

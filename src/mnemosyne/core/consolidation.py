@@ -260,6 +260,18 @@ def plan_consolidation(
         # supersedes them all, or a repeat of the old value would still be current.
         # A fact step 4 promotes supersedes the global values now, not at the next sleep.
         latest: dict[tuple[str, str, str, str], tuple[str, list[Record]]] = {}
+        # "The flag is not enabled" replaces "the flag is enabled", and is replaced by
+        # it said again: a value and its negation, by value. It says nothing of another
+        # value ("the owner is not Bob" beside "the owner is Alice").
+        negations: dict[tuple[tuple[str, str, str, str], str], list[Record]] = {}
+
+        def supersede(olds: list[Record], newer: Record) -> None:
+            for old in olds:
+                if value(old, "status") != "superseded":
+                    plan.set(old.id, status="superseded")
+                    plan.links.append(Link(newer.id, old.id, "supersedes"))
+                    plan.counts["superseded"] += 1
+
         for m in live():
             if m.kind == "summary" or m.session_id == SHARED_SESSION or m.valid_until is not None:
                 continue
@@ -268,23 +280,20 @@ def plan_consolidation(
                 continue
             # A fact promoted now is a value among its session's and among the global ones.
             scopes = ("session", "global") if m.scope == "session" and global_after_sleep(m) else (m.scope,)
-            stated = f"not {fact.value}" if fact.negated else fact.value
             for slot in [(m.session_id, scope, fact.attribute, fact.kind) for scope in scopes]:
                 previous = latest.get(slot)
-                if previous is not None and previous[0] == stated:
+                if fact.negated:
+                    if previous is not None and previous[0] == fact.value:
+                        supersede(previous[1], m)
+                        del latest[slot]
+                    negations.setdefault((slot, fact.value), []).append(m)
+                    continue
+                supersede(negations.pop((slot, fact.value), []), m)
+                if previous is not None and previous[0] == fact.value:
                     previous[1].append(m)
                     continue
-                # "The flag is not enabled" replaces "the flag is enabled" alone: it says
-                # nothing of another value ("the cache is not the problem" after "the
-                # cache is warm"). Any value said later replaces it.
-                if fact.negated and previous is not None and previous[0] != fact.value:
-                    continue
-                for old in previous[1] if previous is not None else ():
-                    if value(old, "status") != "superseded":
-                        plan.set(old.id, status="superseded")
-                        plan.links.append(Link(m.id, old.id, "supersedes"))
-                        plan.counts["superseded"] += 1
-                latest[slot] = (stated, [m])
+                supersede(previous[1] if previous is not None else [], m)
+                latest[slot] = (fact.value, [m])
 
     # 3. merge near-duplicates into a global member if there is one, else into the
     # earliest. Across sessions only repeats (the same words in the same order) group,

@@ -255,15 +255,16 @@ def same_by_words(kept: str, copy: str, rules: DupRules = DupRules()) -> bool:
     )
 
 
-# What may close a sentence after its "?": a quote, a bracket.
-_CLOSING = " \t\n\"')]}»”’"
+# What ends a text after its last word: punctuation, quotes, emoji, spaces.
+_ENDING = re.compile(r"[\W_]*\Z")
 
 
 def is_question(text: str) -> bool:
-    """Whether ``text`` ends as a question. "We deploy on Friday?" is no repeat of
-    "We deploy on Friday.": one asks what the other says (punctuation aside, their
-    words are one wording)."""
-    return text.rstrip(_CLOSING).endswith("?")
+    """Whether ``text`` ends as a question ("...?", "...?!", "...? 🤔"). "We deploy on
+    Friday?" is no repeat of "We deploy on Friday.": one asks what the other says
+    (punctuation aside, their words are one wording)."""
+    ending = _ENDING.search(text)
+    return ending is not None and any(mark in ending.group() for mark in "?\uff1f")  # "？" too
 
 
 def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
@@ -410,6 +411,9 @@ class Fact(NamedTuple):
 
 
 _NEGATED = re.compile(r"not\s+", re.IGNORECASE)
+# Said with a negation, these only tell when it stopped or starts: "not enabled yet"
+# is a value "enabled" that does not hold.
+_UNTIL_NOW = frozenset({"yet", "anymore"})
 
 
 def fact_key(text: str) -> Fact | None:
@@ -432,7 +436,7 @@ def fact_key(text: str) -> Fact | None:
     negation = _NEGATED.match(match["value"])
     said = match["value"][negation.end():] if negation else match["value"]
     subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
-    value = tokenize(said)
+    value = [word for word in tokenize(said) if not (negation and word in _UNTIL_NOW)]
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or _describes(said):
         return None
     if subject[-1] in _CLAUSE or _CONDITION.intersection(subject) or _VERBS.intersection(value):
@@ -469,8 +473,8 @@ def _kind_of_value(written: str, value: Sequence[str]) -> str:
     (a number's unit words count, but not those a symbol says: "$45", "45 dollars")."""
     if _CLOCK.search(written) or _WHEN.intersection(value):
         return "when"
-    # Words as written: "B-12" is one number, with no unit "b".
-    words = quoted_words(written)
+    # Words as written: "B-12" is one number, with no unit "b"; "100/min" is 100 a minute.
+    words = [part for word in quoted_words(written) for part in word.split("/") if part]
     numeric = [any(ch.isdigit() for ch in word) or (word in _NUMBER_WORDS and word not in _PERIODS) for word in words]
     if any(numeric):
         units = ["per" if word in _PER else word for word, number in zip(words, numeric, strict=True)

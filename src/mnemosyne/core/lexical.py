@@ -100,10 +100,11 @@ def query_terms(text: str) -> list[str]:
     """Distinct topic terms: stopwords and question-shape words dropped, unless
     nothing else is left."""
     tokens = list(dict.fromkeys(tokenize(text)))
-    return _topic_words(tokens) or tokens
+    return topic_words(tokens) or tokens
 
 
-def _topic_words(tokens: Iterable[str]) -> list[str]:
+def topic_words(tokens: Iterable[str]) -> list[str]:
+    """``tokens`` but stopwords and question-shape words."""
     return [t for t in tokens if t not in STOPWORDS and t not in QUESTION_WORDS]
 
 
@@ -139,7 +140,7 @@ def named_sources(text: str, index: SourceIndex) -> list[str]:
         source
         for token in tokens
         for source, words in index.get(token, ())
-        if words <= tokens and _topic_words(words)
+        if words <= tokens and topic_words(words)
     )
 
 
@@ -159,7 +160,24 @@ def asked_besides(text: str, sources: Collection[str]) -> list[str] | None:
     if _ABOUT_WHAT_WAS_SAID.intersection(tokens):
         return None
     named = {word for source in sources for word in tokenize(source)}
-    return [t for t in _topic_words(tokens) if t not in named and t not in SPEECH_WORDS]
+    return [t for t in topic_words(tokens) if t not in named and t not in SPEECH_WORDS]
+
+
+def asks_for_what_was_said(text: str, sources: Collection[str]) -> bool:
+    """Whether a query naming ``sources`` asks for what they said: in a word of
+    speech ("what did ci-bot say", "messages from the user"), or by naming nothing
+    else ("ci-bot", "the user"). "What is my email" names the source "email" but asks
+    about an address."""
+    tokens = set(tokenize(text))
+    named = {word for source in sources for word in tokenize(source)}
+    return bool(tokens & SPEECH_WORDS) or tokens <= named | {"a", "an", "the"}
+
+
+def speech_only(source: str) -> bool:
+    """Whether every word of ``source`` is a word of speech ("notes", "messages"):
+    beside another source, such a word says what that one said ("notes from
+    ci-bot")."""
+    return set(tokenize(source)) <= SPEECH_WORDS
 
 
 def fts_query(text: str) -> str | None:

@@ -14,9 +14,11 @@ past.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import NamedTuple
+
+from .lexical import tokenize, topic_words
 
 DAY = timedelta(days=1)
 Span = tuple[datetime, datetime]
@@ -55,8 +57,8 @@ _MONTH_NAMES = [  # each month's full name, then its short ones
 _MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, start=1) for name in names}
 _SHORT_MONTHS = [short for names in _MONTH_NAMES for short in names[1:]]
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_SHORT_WEEKDAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
-                   "sat": 5, "sun": 6}
+# Not "sat" nor "sun": "on sun exposure" is no Sunday.
+_SHORT_WEEKDAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4}
 _WEEKDAY_NUMBERS = {name: number for number, name in enumerate(_WEEKDAYS)} | _SHORT_WEEKDAYS
 # Holidays on a fixed date. Movable ones (Easter, Thanksgiving, Mother's Day) fall on
 # different days in different countries, so they are not guessed.
@@ -68,20 +70,11 @@ _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _UNIT_SECONDS = {"minute": 60, "hour": 3600}
 
-# The words a time named here may hold, and those that ask what happened then
-# rather than about something: "what happened yesterday", "anything new last week".
-_TIME_WORDS = frozenset({
-    *_MONTHS, *_WEEKDAYS, *_SHORT_WEEKDAYS, *" ".join([*_HOLIDAYS, *_COUNTS]).split(), *_UNIT_DAYS,
-    *(f"{u}s" for u in _UNIT_DAYS), *_UNIT_SECONDS, *(f"{u}s" for u in _UNIT_SECONDS),
-    "yesterday", "today", "tonight", "night", "morning", "afternoon", "evening", "ago", "past", "last", "this",
-    "weekend", "since", "before", "valentine", "valentines", "early", "mid", "late",
-})
-_HAPPENING = frozenset("""happen happened happening happens anything something everything new news going went
+# Words that ask what happened at a time rather than about something: "what
+# happened yesterday", "anything new last week", "catch me up on yesterday".
+HAPPENING = frozenset("""happen happened happening happens anything something everything new news going went
     work worked working done doing earlier recently lately discuss discussed discussing talk talked talking
     catch list summarise summarize summary recap update updates activity""".split())
-# A number in a time: a day of the month or a count ("on the 14th", "2 hours ago"),
-# or a year. Any other number is what the query is about ("ticket 4521 yesterday").
-_TIME_NUMBER = re.compile(r"(?:[0-9]|[0-9][0-9])(?:st|nd|rd|th)?|(?:19|20)[0-9]{2}")
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -115,7 +108,8 @@ _SINCE = re.compile(r"\bsince\s+(.+)")
 # "an hour ago", "30 minutes ago": around then, counted loosely. "The past hour",
 # "the last 30 minutes": from then until now.
 _CLOCK_AGO = re.compile(rf"\b{_COUNT}\s+(minute|hour)s?\s+ago\b")
-_PAST_CLOCK = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?(minute|hour)s?\b")
+# Not "last minute changes": "last" with a count, or "the last".
+_PAST_CLOCK = re.compile(rf"\b(?:past|the\s+last|last(?=\s+\d))\s+(?:{_COUNT}\s+)?(minute|hour)s?\b")
 # How loosely "N minutes/hours ago" is counted, at the least (half of N, beyond).
 _CLOCK_SLACK = {"minute": 600, "hour": 3600}
 # "may" is also a verb: "the 2 may conflict". Next to a bare number, a month is
@@ -134,10 +128,20 @@ def window_seconds(query: str, now: datetime) -> Window | None:
         return None
 
 
-def asks_only_when(terms: Iterable[str]) -> bool:
-    """Whether a query's search terms ask about a time and nothing else ("what
-    happened yesterday"): then every memory of that time answers it."""
-    return all(term in _TIME_WORDS or term in _HAPPENING or _TIME_NUMBER.fullmatch(term) for term in terms)
+def asks_only_when(query: str) -> bool:
+    """Whether a query asks about a time and nothing else ("what happened yesterday"):
+    then every memory of that time answers it. Words are the time's only inside a
+    time it names: "who was late yesterday" asks about someone late, "what happened
+    to 4521 yesterday" about 4521."""
+    return all(word in HAPPENING for word in topic_words(tokenize(without_times(query))))
+
+
+def without_times(query: str) -> str:
+    """``query`` with every time this module reads taken out of it (lower case)."""
+    text = _readable(query)
+    for expression in _TIMES:
+        text = expression.sub(" ", text)
+    return _HOLIDAY.sub(" ", text.replace("'", ""))
 
 
 def time_window(query: str, now: datetime) -> Span | None:
@@ -153,7 +157,7 @@ def time_window(query: str, now: datetime) -> Span | None:
 
 def named_time(query: str, now: datetime) -> NamedTime | None:
     """``time_window``'s span, with the time the query names within it."""
-    text = _MODAL_MAY.sub(lambda verb: verb.group().replace("may", "-"), query).lower().replace("\u2019", "'")
+    text = _readable(query)
     # Days are calendar days where the user is: in ``now``'s own time zone.
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     try:
@@ -173,6 +177,12 @@ def named_time(query: str, now: datetime) -> NamedTime | None:
         return _read(text, today)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
+
+
+def _readable(query: str) -> str:
+    """``query`` as the expressions read it: lower case, plain apostrophes, and the
+    verb "may" no month."""
+    return _MODAL_MAY.sub(lambda verb: verb.group().replace("may", "-"), query).lower().replace("\u2019", "'")
 
 
 def _clock_back(expression: re.Pattern[str], text: str, now: datetime) -> tuple[datetime, int, str] | None:
@@ -258,10 +268,10 @@ def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
             return _date_span(previous.year, previous.month, None, today.tzinfo)
         return _year_span(today.year - 1, today.tzinfo)
     if match := _BEFORE_LAST.search(text):
-        # Two of them back, as "last week" (the past seven days), "last month" and
+        # Two of them back, as "last week" (the past eight days), "last month" and
         # "last year" (calendar ones) are one back.
         if match.group(1) == "week":
-            return today - 15 * DAY, today - 6 * DAY
+            return today - 15 * DAY, today - 8 * DAY
         if match.group(1) == "month":
             previous = (today.replace(day=1) - DAY).replace(day=1) - DAY
             return _date_span(previous.year, previous.month, None, today.tzinfo)
@@ -303,6 +313,16 @@ def _year_span(year: int, zone: tzinfo | None) -> Span:
 
 _READERS: tuple[Callable[[str, datetime], Span | NamedTime | None], ...] = (
     _full_date, _day_without_year, _relative_day, _relative_span, _named_month_or_year,
+)
+_RELATIVE_DAY = re.compile(
+    r"\b(?:the\s+)?(?:day\s+before\s+)?yesterday\b|\blast\s+night\b|\btoday\b|\btonight\b"
+    r"|\bthis\s+(?:morning|afternoon|evening)\b"
+)
+# Every expression a reader or ``named_time`` reads a time from (holidays apart:
+# they are read without apostrophes).
+_TIMES = (
+    _SINCE, _CLOCK_AGO, _PAST_CLOCK, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DATE, _MONTH_DAY, _DAY_MONTH,
+    _RELATIVE_DAY, _WEEKDAY, _WEEKEND, _LAST_MONTH_OR_YEAR, _BEFORE_LAST, _AGO, _PAST, _THIS, _IN_MONTH, _IN_YEAR,
 )
 
 
