@@ -63,7 +63,7 @@ def test_a_healthy_database(db: Path):
     names = [c.name for c in report.checks]
     assert names == [
         "file", "integrity", "schema", "index:memories_fts", "index:memories_context_fts",
-        "index:memory_vectors", "rows", "audit coverage", "lost memories"]
+        "index:memories_cjk_fts", "index:memory_vectors", "rows", "audit coverage", "lost memories"]
     assert report.schema_version == report.latest_schema_version
     assert json.loads(json.dumps(report.to_dict()))["ok"] is True
 

@@ -174,9 +174,10 @@ def test_words_the_index_matches_with_a_term_are_never_ruled_out(tmp_path: Path)
 
 
 def test_the_terms_a_memory_holds_are_the_index_s_answer(tmp_path: Path):
-    """Words read in Python stand in for asking the index only where they are sure:
-    an emoji the index counts as a letter ("Thanks🙂" is one token there), a Porter
-    stem that keeps one letter ("eyed" as "ei"), folded accents, inflections."""
+    """Words read in Python stand in for asking the indexes only where they are sure:
+    an emoji the index of the text as stored counts as a letter ("Thanks🙂" is one
+    token there, two in the CJK and emoji index), a Porter stem that keeps one letter
+    ("eyed" as "ei"), folded accents, inflections."""
     from mnemosyne.storage.sqlite.search import _terms_held
 
     texts = ["Thanks🙂 see you", "so fun🤔 really", "I'm eyed by the cat", "deploying the café", "aeds", "o'neil_x"]
@@ -187,7 +188,8 @@ def test_the_terms_a_memory_holds_are_the_index_s_answer(tmp_path: Path):
             seqs = dict(conn.execute(f"SELECT id, seq FROM memories WHERE id IN ({','.join('?' * len(ids))})", ids))
             contents = {seqs[memory_id]: text for memory_id, text in zip(ids, texts, strict=True)}
             held = _terms_held(conn, terms, contents)
-            one = "SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?"
+            one = ("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid = ?2 "
+                   "UNION SELECT 1 FROM memories_cjk_fts WHERE memories_cjk_fts MATCH ?1 AND rowid = ?2")
             for seq in contents:
                 asked = {term for term in terms if conn.execute(one, (f'"{term}"', seq)).fetchone()}
                 assert held[seq] == asked, contents[seq]

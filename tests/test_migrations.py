@@ -47,7 +47,7 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 
 @pytest.mark.parametrize(
     ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
-                           ("schema_v6.db", 14), ("schema_v7.db", 14)]
+                           ("schema_v6.db", 14), ("schema_v7.db", 14), ("schema_v8.db", 18)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
@@ -297,3 +297,20 @@ def test_an_upgrade_indexes_each_sources_memories_by_time(tmp_path: Path):
                    for index in ("memories_by_source_session_time", "memories_by_source_scope_time")}
     assert columns == {"memories_by_source_session_time": ["source", "session_id", "created_at"],
                        "memories_by_source_scope_time": ["source", "scope", "created_at"]}
+
+
+def test_a_schema_8_database_upgrades_and_its_cjk_and_emoji_memories_are_found_by_their_words(tmp_path: Path):
+    # Schema 8 indexed a run of CJK as one word and dropped emoji: none of these was
+    # found by its words.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v8.db", db)
+    with Mnemosyne(session_id="tokyo-office", db_path=db, embedder=HashEmbedder()) as mem:
+        for query, memory in [("东京", "我住在东京，每天坐地铁上班。"), ("天気", "東京の天気は晴れです。"),
+                              ("🚀", "The deploy 🚀 went out."), ("预算", "预算会议改到周五下午。")]:
+            found = mem.recall(query, explain=True)[0]
+            assert found.content == memory and found.explanation["content"] > 0
+            assert found.explanation["context"] > 0  # its window was rewritten too
+        assert mem.doctor().ok
+    with Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()) as other:
+        found = other.recall("周五", explain=True)[0]  # a global memory of another session
+        assert found.content == "预算会议改到周五下午。" and found.explanation["content"] > 0

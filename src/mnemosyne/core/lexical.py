@@ -2,8 +2,9 @@
 
 User text never reaches FTS5 syntax: it is split into word tokens, each token is
 quoted, and the tokens are OR-ed so BM25 ranks by how many (and how rare) of them
-a memory contains. Quotes, ``*``, ``-``, ``NEAR``, ``AND``, emoji and SQL fragments
-are therefore just text.
+a memory contains. Quotes, ``*``, ``-``, ``NEAR``, ``AND`` and SQL fragments are
+therefore just text. CJK text and emoji become the terms the indexes hold for them
+(see ``core/cjk.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 import re
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from . import cjk
 
 # What FTS5's unicode61 tokenizer calls a token character: letters, digits,
 # combining marks and private-use characters (not "_", not punctuation). Matching
@@ -96,10 +99,18 @@ def ascii_words(text: str) -> set[str]:
     return {word for word in _ASCII_SEPARATORS.split(text.lower()) if word}
 
 
+def search_tokens(text: str) -> list[str]:
+    """``text``'s terms as the indexes hold them: its word tokens, with each CJK run
+    and emoji split as ``core/cjk.py`` splits it (plain text: ``tokenize(text)``)."""
+    if not cjk.holds(text):
+        return tokenize(text)
+    return [term for part, apart in cjk.split(text) for term in (cjk.terms(part) if apart else tokenize(part))]
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct topic terms: stopwords and question-shape words dropped, unless
     nothing else is left."""
-    tokens = list(dict.fromkeys(tokenize(text)))
+    tokens = list(dict.fromkeys(search_tokens(text)))
     return topic_words(tokens) or tokens
 
 

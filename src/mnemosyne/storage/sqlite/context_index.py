@@ -2,7 +2,8 @@
 
 Called inside the write transaction that changed a session's events, so a memory
 and the windows of its neighbours always commit together. Rewriting only the
-windows near a change gives exactly what rebuilding every window would.
+windows near a change gives exactly what rebuilding every window would. A window
+holding CJK or emoji is stored in the form ``core/cjk.py`` gives it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
+from ...core import cjk
 from ...core.context import RADIUS, Event, windows
 from .rows import select_in
 
@@ -54,7 +56,7 @@ def context_problems(conn: sqlite3.Connection) -> list[str]:
     for texts in expected_contexts(conn):
         sql = "SELECT rowid, context FROM memories_context_fts WHERE rowid IN ({marks})"
         stored: dict[int, str] = {seq: text for seq, text in select_in(conn, sql, list(texts))}
-        wrong += sum(stored.get(seq) != text for seq, text in texts.items())
+        wrong += sum(stored.get(seq) != cjk.indexed_text(text) for seq, text in texts.items())
     # Windows of memories that should have none (forgotten, or not episodic).
     wrong += conn.execute(
         "SELECT count(*) FROM memories_context_fts AS f WHERE NOT EXISTS "
@@ -112,5 +114,6 @@ def _write(conn: sqlite3.Connection, texts: dict[int, str]) -> None:
     seqs = sorted(texts)
     conn.executemany("DELETE FROM memories_context_fts WHERE rowid = ?", [(seq,) for seq in seqs])
     conn.executemany(
-        "INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)", [(seq, texts[seq]) for seq in seqs]
+        "INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)",
+        [(seq, cjk.indexed_text(texts[seq])) for seq in seqs],
     )

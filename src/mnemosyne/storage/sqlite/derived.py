@@ -18,7 +18,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .cjk_index import cjk_problems
 from .context_index import context_problems, refresh_all_contexts
+from .levelling import index_stored
 from .vector_index import decode_vectors, sound_rows
 
 
@@ -101,6 +103,7 @@ def drop_damaged_vectors(conn: sqlite3.Connection) -> None:
 DERIVED_INDEXES: tuple[DerivedIndex, ...] = (
     DerivedIndex("memories_fts", "memories_fts", fts_checker("memories_fts"), fts_rebuilder("memories_fts")),
     DerivedIndex("memories_context_fts", "memories_context_fts", context_problems, refresh_all_contexts),
+    DerivedIndex("memories_cjk_fts", "memories_cjk_fts", cjk_problems, index_stored),
     DerivedIndex("memory_vectors", "memory_vectors", vector_problems, drop_damaged_vectors),
 )
 

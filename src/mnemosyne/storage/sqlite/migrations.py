@@ -286,6 +286,33 @@ CREATE INDEX memories_by_source_scope_time ON memories (source, scope, created_a
 """
 
 
+_V9_CJK_AND_EMOJI_WORDS = """
+-- Memories whose text holds CJK letters or emoji are indexed a second time here, in
+-- the form core/cjk.py gives them (characters and pairs of characters, emoji tokens):
+-- memories_fts indexes the text exactly as stored, where a CJK run is one word.
+-- Context windows holding either are stored in that form in memories_context_fts.
+-- The data step indexes the memories already stored.
+CREATE VIRTUAL TABLE memories_cjk_fts USING fts5(
+    content,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- Whoever forgets or edits a memory takes its text out of this index at once.
+CREATE TRIGGER memories_cjk_follow_delete AFTER DELETE ON memories BEGIN
+    DELETE FROM memories_cjk_fts WHERE rowid = old.seq;
+END;
+CREATE TRIGGER memories_cjk_follow_update AFTER UPDATE OF content ON memories BEGIN
+    DELETE FROM memories_cjk_fts WHERE rowid = old.seq;
+END;
+"""
+
+
+def _index_cjk_and_emoji(conn: sqlite3.Connection) -> None:
+    from .levelling import index_stored
+
+    index_stored(conn)
+
+
 _CONTEXTS = ("memories_context_fts",)
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -303,6 +330,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(7, "shared memories by time", _V7_SHARED_MEMORIES_BY_TIME),
     Migration(8, "memories by source", _V8_MEMORIES_BY_SOURCE),
+    Migration(
+        9, "CJK and emoji words", _V9_CJK_AND_EMOJI_WORDS, after=_index_cjk_and_emoji,
+        rebuilds=(*_CONTEXTS, "memories_cjk_fts"),
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

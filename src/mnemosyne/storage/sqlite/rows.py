@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core.timeutil import from_timestamp
 from ...models import Memory
+from .cjk_index import index_inserted
 
 
 def select_in(
@@ -62,6 +63,7 @@ class Inserting:
             return
         # Indexed here, not by a trigger: see migration 5.
         self._conn.executemany("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", self._texts)
+        index_inserted(self._conn, self._texts)
         self._conn.executemany(_AUDIT, self._audits)
 
 

@@ -36,8 +36,10 @@ class SearchReads:
 
         ``queries`` maps a field ("content", "context") to safe FTS5 queries (see
         ``core.lexical.fts_queries``); a memory's score in a field is its best over
-        that field's queries. Each field is its own FTS table, so each has its own
-        length normalisation; filters apply before the limit. Higher is better.
+        that field's queries, in each of its FTS tables (the content of a memory
+        holding CJK or emoji is in two: as stored, and split as ``core/cjk.py``
+        splits it). Each field has tables of its own, so its own length
+        normalisation; filters apply before the limit. Higher is better.
 
         Joining every match to its memory row to filter it costs as much as scoring
         it, and filters usually reject few matches. So each query ranks its best
@@ -56,30 +58,32 @@ class SearchReads:
         best: dict[str, dict[int, float]] = {field: {} for field in queries}
         with self._db.read() as conn:
             ranked = {
-                (field, query): _ranked(conn, _FTS_TABLES[field], query, wide)
+                (field, table, query): _ranked(conn, table, query, wide)
                 for field, field_queries in queries.items()
                 for query in field_queries
+                for table in _FIELD_TABLES[field]
             }
             # NOT INDEXED: look the rows up by seq; the planner may otherwise scan a status index.
             check = f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})"
             seen = list({seq for rows in ranked.values() for seq, _ in rows})
             passing = {row[0] for row in select_in(conn, check, seen, params)}
-            for (field, query), rows in ranked.items():
+            for (field, table, query), rows in ranked.items():
                 hits = [(seq, score) for seq, score in rows if seq in passing]
                 if len(hits) < limit and len(rows) == wide:
-                    hits = _ranked(conn, _FTS_TABLES[field], query, limit, where, params)
+                    hits = _ranked(conn, table, query, limit, where, params)
                 for seq, score in hits:
                     best[field][seq] = max(score, best[field].get(seq, score))
             found = {seq for scores in best.values() for seq in scores}
             if fallbacks and len(found) < wanted and len(passing) < len(seen):
                 for field, fallback in fallbacks.items():
-                    for seq, score in _ranked(conn, _FTS_TABLES[field], fallback, limit, where, params):
-                        best[field].setdefault(seq, score)  # disjoint from the field's queries
+                    for table in _FIELD_TABLES[field]:
+                        for seq, score in _ranked(conn, table, fallback, limit, where, params):
+                            best[field][seq] = max(score, best[field].get(seq, score))
         return {field: sorted(scores.items(), key=lambda hit: -hit[1])[:limit] for field, scores in best.items()}
 
     def term_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many memories contain each term, and roughly how many memories there
-        are (the highest seq).
+        """How many memories contain each term (in all of their content's indexes),
+        and roughly how many memories there are (the highest seq).
 
         Counting a common term reads all its postings, so counts are kept while
         memories are only added, up to 10% more: a term's share then moves little.
@@ -97,9 +101,7 @@ class SearchReads:
             for term in terms:
                 count = cache.get(term)
                 if count is None:
-                    count = int(conn.execute(
-                        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (f'"{term}"',)
-                    ).fetchone()[0])
+                    count = int(conn.execute(_COUNT, (f'"{term}"',)).fetchone()[0])
                     if count:
                         cache[term] = count
                 counts[term] = count
@@ -287,7 +289,14 @@ class SearchReads:
 _OVERFETCH = 2
 # The columns ``filter_sql`` reads, and those ``latest`` returns.
 _FILTERED_COLUMNS = "seq, session_id, scope, status, kind, source, created_at, valid_until"
-_FTS_TABLES = {"content": "memories_fts", "context": "memories_context_fts"}
+# The text indexes of each field; a memory is in memories_cjk_fts only if its text
+# holds CJK or emoji (see core/cjk.py).
+_FIELD_TABLES = {"content": ("memories_fts", "memories_cjk_fts"), "context": ("memories_context_fts",)}
+FTS_TABLES = tuple(table for tables in _FIELD_TABLES.values() for table in tables)
+_COUNT = (
+    "SELECT (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1) "
+    "+ (SELECT count(*) FROM memories_cjk_fts WHERE memories_cjk_fts MATCH ?1)"
+)
 
 
 def _as_of(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -367,10 +376,11 @@ def _terms_held(conn: sqlite3.Connection, terms: Collection[str], contents: dict
         for term in set(terms) - held[seq]:
             if any(may_share_stem(word, term) for word in words):
                 ask.setdefault(term, []).append(seq)
-    sql = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})"
-    for term, seqs in ask.items():
-        for (seq,) in select_in(conn, sql, seqs, (f'"{term}"',)):
-            held[seq].add(term)
+    for table in _FIELD_TABLES["content"]:
+        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({{marks}})"
+        for term, seqs in ask.items():
+            for (seq,) in select_in(conn, sql, seqs, (f'"{term}"',)):
+                held[seq].add(term)
     return held
 
 

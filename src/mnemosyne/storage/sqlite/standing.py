@@ -23,6 +23,7 @@ from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
 from ...core.dedup import fact_key, same_by_words, same_wording, written_words
 from ...core.fingerprint import content_hash
 from ...core.summarise import without_quotes_of
+from .cjk_index import index_edited
 from .rows import audit
 
 _STANDING = "('summarises', 'merges')"
@@ -88,6 +89,7 @@ def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, o
         "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
         (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
     )
+    index_edited(conn, summary["seq"], cleaned)
     conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
     audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
     reinstate(conn, originals_of(conn, summary_id), reason)

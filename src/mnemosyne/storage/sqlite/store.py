@@ -31,6 +31,7 @@ from ...models import Memory
 from ..base import NewMemory, Store
 from .access import AccessRecorder
 from .backup_file import manifest_path
+from .cjk_index import index_edited
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database, open_immutable
 from .context_index import refresh_contexts
 from .derived import present
@@ -38,7 +39,7 @@ from .idempotency import existing_id, for_key, stored_hashes
 from .importing import ImportRows
 from .migrate import migrate, schema_version
 from .rows import _COLUMNS, Inserting, audit, dump_json, row_to_memory
-from .search import _FTS_TABLES, SearchReads
+from .search import FTS_TABLES, SearchReads
 from .sessions import session_is_stored
 from .standing import (
     held_by_one_session_at_most,
@@ -176,6 +177,7 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
                 )
                 audit(conn, "update", memory_id, row["session_id"], {"fields": sorted(values)})
             if "content" in values:
+                index_edited(conn, row["seq"], values["content"])
                 conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (row["seq"],))
                 if vector is not None and self._claim_embedder(conn, embedder):
                     conn.execute(
@@ -306,7 +308,7 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
         for the whole merge. A step that changes nothing means the index is merged.
         """
         steps = 0
-        for table in _FTS_TABLES.values():
+        for table in FTS_TABLES:
             merged = False
             while not merged:
                 if stop is not None and stop.is_set():
