@@ -91,10 +91,12 @@ def test_finds_and_repairs_a_damaged_index_after_a_backup(db: Path):
     assert "missing from memories_fts" in failing["index:memories_fts"]
     assert "orphan" in failing["index:memories_fts"]
     assert "1 stored memories are missing" in failing["lost memories"]  # the row deleted behind our back
+    assert "differ from their neighbours' text" in failing["index:memories_context_fts"]
     with Mnemosyne(session_id="s", db_path=db) as mem:
+        # The row deleted behind its back left its neighbours' windows stale too: opening
+        # rewrote them, as it does after a forget by a process of the previous release.
         repaired = mem.doctor(repair=True)
-        # The row deleted behind its back left its neighbours' windows stale too.
-        assert repaired.repaired == ("memories_fts", "memories_context_fts")
+        assert repaired.repaired == ("memories_fts",)
         assert verify_backup(repaired.backup_path).memory_count == 28
         assert [c.name for c in repaired.problems] == ["lost memories"]  # reported, not hidden
         assert len(mem.recall("quarterly budget", top_k=50)) == 28

@@ -314,3 +314,51 @@ def test_a_schema_8_database_upgrades_and_its_cjk_and_emoji_memories_are_found_b
     with Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()) as other:
         found = other.recall("周五", explain=True)[0]  # a global memory of another session
         assert found.content == "预算会议改到周五下午。" and found.explanation["content"] > 0
+
+
+def stored_by_the_previous_release(db: Path, text: str, seq: int, hour: int) -> str:
+    """Store ``text`` as a process of schema 8 does: the row, its text in the word
+    index as it stands, its context window (far from others: itself) as text, and
+    its audit record."""
+    memory_id = f"0190bbbb-0000-7000-8000-00000000{seq:04d}"
+    at = datetime(2026, 5, 1, hour, tzinfo=timezone.utc).timestamp()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO memories (seq, id, session_id, scope, kind, status, content, content_hash, source, "
+            "importance, metadata, created_at, recorded_at, updated_at) VALUES "
+            "(?, ?, 'tokyo-office', 'session', 'episodic', 'active', ?, ?, 'agent', 0.5, '{}', ?, ?, ?)",
+            (seq, memory_id, text, content_hash(text), at, at, at),
+        )
+        conn.execute("INSERT INTO memories_fts (rowid, content) VALUES (?, ?)", (seq, text))
+        conn.execute("INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)", (seq, text))
+        conn.execute("INSERT INTO audit_log (at, op, memory_id, session_id) VALUES (?, 'remember', ?, 'tokyo-office')",
+                     (at, memory_id))
+    return memory_id
+
+
+def found_by_words(mem: Mnemosyne, query: str) -> list[str]:
+    return [m.content for m in mem.recall(query, explain=True) if m.explanation["content"] > 0]
+
+
+def test_what_the_previous_release_writes_during_a_rolling_upgrade_is_found_by_its_cjk_words(tmp_path: Path):
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v8.db", db)
+    with Mnemosyne(session_id="tokyo-office", db_path=db, embedder=HashEmbedder()) as mem:  # upgrades
+        stored_by_the_previous_release(db, "会议室的投影仪坏了。", 90, hour=1)
+        assert not found_by_words(mem, "投影仪")  # not in this release's form yet
+        mem.remember("我明天去京都出差。")  # stored after it: the watermark passes it by
+        mem.sleep()  # idle time brings it level
+        assert found_by_words(mem, "投影仪") == ["会议室的投影仪坏了。"]
+        assert mem.doctor().ok
+        stored_by_the_previous_release(db, "用户喜欢喝绿茶🍵。", 100, hour=3)
+        edited = stored_by_the_previous_release(db, "打印机也坏了。", 101, hour=5)
+        with sqlite3.connect(db) as conn:  # the previous release edits one and forgets another
+            conn.execute("UPDATE memories SET content = '打印机修好了。' WHERE id = ?", (edited,))
+            conn.execute("DELETE FROM memories WHERE seq = 90")
+            conn.execute("INSERT INTO audit_log (at, op, memory_id, session_id) "
+                         "VALUES (0, 'forget', '0190bbbb-0000-7000-8000-000000000090', 'tokyo-office')")
+        assert not found_by_words(mem, "投影仪")  # gone from every index at once
+    with Mnemosyne(session_id="tokyo-office", db_path=db, embedder=HashEmbedder()) as mem:  # so does opening
+        assert found_by_words(mem, "绿茶") == found_by_words(mem, "🍵") == ["用户喜欢喝绿茶🍵。"]
+        assert found_by_words(mem, "修好") == ["打印机修好了。"] and not found_by_words(mem, "也坏")
+        assert mem.doctor().ok

@@ -3,6 +3,8 @@
 
 This release indexes a memory's text there as it inserts or edits it, in the same
 transaction; triggers take a forgotten or edited memory's text out, whoever writes.
+What a process of the previous release writes meanwhile (see migration 9) is
+noted here and brought level by ``levelling.catch_up``.
 """
 
 from __future__ import annotations
@@ -12,18 +14,36 @@ from collections.abc import Iterable, Sequence
 
 from ...core import cjk
 
+WATERMARK = "cjk_indexed_through"
+
 
 def index_inserted(conn: sqlite3.Connection, texts: Sequence[tuple[int, str]]) -> None:
-    """Index the memories this write inserted (``(seq, content)``, in seq order)."""
+    """Index the memories this write inserted (``(seq, content)``, in seq order) and
+    move the watermark past them. Another writer's memories below them, stored since
+    the watermark, are queued for ``levelling.catch_up``."""
+    if not texts:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO memories_cjk_pending (session_id, created_at, seq) "
+        "SELECT session_id, created_at, seq FROM memories "
+        "WHERE seq > (SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?) AND seq < ?",
+        (WATERMARK, texts[0][0]),
+    )
     conn.executemany(
         "INSERT INTO memories_cjk_fts (rowid, content) VALUES (?, ?)",
         [(seq, cjk.indexed_text(text)) for seq, text in texts if cjk.holds(text)],
     )
+    conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(texts[-1][0]), WATERMARK))
 
 
-def index_edited(conn: sqlite3.Connection, seq: int, text: str) -> None:
-    """Index a memory's new text (a trigger took the old one out)."""
+def index_edited(conn: sqlite3.Connection, seq: int, session_id: str, created_at: float, text: str) -> None:
+    """Index a memory's new text (a trigger took the old one out), and take it off
+    the queue of changes to bring level: this write saw to it."""
     reindex(conn, [(seq, text)])
+    conn.execute(
+        "DELETE FROM memories_cjk_pending WHERE session_id = ? AND created_at = ? AND seq = ?",
+        (session_id, created_at, seq),
+    )
 
 
 def reindex(conn: sqlite3.Connection, texts: Iterable[tuple[int, str]]) -> None:

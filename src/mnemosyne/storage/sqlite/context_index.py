@@ -40,6 +40,7 @@ def refresh_contexts(
     if was_global or any(scope_at.get(key) == "global" for key in keys):
         texts.update(_windows_near(conn, session_id, keys, globals_only=True)[0])
     _write(conn, texts)
+    _settle(conn, session_id, keys)
 
 
 def refresh_all_contexts(conn: sqlite3.Connection) -> None:
@@ -117,3 +118,13 @@ def _write(conn: sqlite3.Connection, texts: dict[int, str]) -> None:
         "INSERT INTO memories_context_fts (rowid, context) VALUES (?, ?)",
         [(seq, cjk.indexed_text(texts[seq])) for seq in seqs],
     )
+
+
+def _settle(conn: sqlite3.Connection, session_id: str, keys: list[tuple[float, int]]) -> None:
+    """Take the places whose windows were just rewritten off the queue of changes to
+    bring level (see ``levelling.py``): the triggers queue this release's own too."""
+    if conn.execute("SELECT 1 FROM memories_cjk_pending WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
+        conn.executemany(
+            "DELETE FROM memories_cjk_pending WHERE session_id = ? AND created_at = ? AND seq = ?",
+            [(session_id, *key) for key in keys],
+        )

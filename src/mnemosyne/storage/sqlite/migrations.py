@@ -297,12 +297,37 @@ CREATE VIRTUAL TABLE memories_cjk_fts USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 
+-- A process of the previous release, still running during a rolling upgrade, writes
+-- without knowing this form; store.index_missing_text brings its writes level. The
+-- memories it adds lie above the seq 'cjk_indexed_through' (this release moves it
+-- past its own); the places where it edited, forgot or moved one are queued here.
+-- This release's own changes are queued too, and taken off as it rewrites those
+-- places' windows (context_index.py).
+INSERT INTO meta (key, value) VALUES ('cjk_indexed_through', '0');
+CREATE TABLE memories_cjk_pending (
+    session_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (session_id, created_at, seq)
+) WITHOUT ROWID;
+
 -- Whoever forgets or edits a memory takes its text out of this index at once.
 CREATE TRIGGER memories_cjk_follow_delete AFTER DELETE ON memories BEGIN
     DELETE FROM memories_cjk_fts WHERE rowid = old.seq;
+    INSERT OR IGNORE INTO memories_cjk_pending (session_id, created_at, seq)
+        VALUES (old.session_id, old.created_at, old.seq);
+    -- Seqs go on from the highest left: the next memory may take a seq looked at before.
+    UPDATE meta SET value = (SELECT coalesce(max(seq), 0) FROM memories)
+        WHERE key = 'cjk_indexed_through' AND CAST(value AS INTEGER) > (SELECT coalesce(max(seq), 0) FROM memories);
 END;
 CREATE TRIGGER memories_cjk_follow_update AFTER UPDATE OF content ON memories BEGIN
     DELETE FROM memories_cjk_fts WHERE rowid = old.seq;
+    INSERT OR IGNORE INTO memories_cjk_pending (session_id, created_at, seq)
+        VALUES (new.session_id, new.created_at, new.seq);
+END;
+CREATE TRIGGER memories_cjk_follow_move AFTER UPDATE OF scope, created_at ON memories BEGIN
+    INSERT OR IGNORE INTO memories_cjk_pending (session_id, created_at, seq)
+        VALUES (old.session_id, old.created_at, old.seq), (new.session_id, new.created_at, new.seq);
 END;
 """
 

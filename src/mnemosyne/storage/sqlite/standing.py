@@ -75,7 +75,7 @@ def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str
 def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, old_text: str, reason: str) -> None:
     """``summary_id`` stops quoting ``old_text``, the text ``memory_id`` no longer has."""
     summary = conn.execute(  # a summary's text only: a link can name any memory
-        "SELECT seq, session_id, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
+        "SELECT seq, session_id, created_at, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
     ).fetchone()
     if summary is None:
         return
@@ -89,7 +89,7 @@ def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, o
         "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
         (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
     )
-    index_edited(conn, summary["seq"], cleaned)
+    index_edited(conn, summary["seq"], summary["session_id"], summary["created_at"], cleaned)
     conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
     audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
     reinstate(conn, originals_of(conn, summary_id), reason)

@@ -37,6 +37,7 @@ from .context_index import refresh_contexts
 from .derived import present
 from .idempotency import existing_id, for_key, stored_hashes
 from .importing import ImportRows
+from .levelling import catch_up, lagging
 from .migrate import migrate, schema_version
 from .rows import _COLUMNS, Inserting, audit, dump_json, row_to_memory
 from .search import FTS_TABLES, SearchReads
@@ -177,7 +178,7 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
                 )
                 audit(conn, "update", memory_id, row["session_id"], {"fields": sorted(values)})
             if "content" in values:
-                index_edited(conn, row["seq"], values["content"])
+                index_edited(conn, row["seq"], row["session_id"], row["created_at"], values["content"])
                 conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (row["seq"],))
                 if vector is not None and self._claim_embedder(conn, embedder):
                     conn.execute(
@@ -271,27 +272,33 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
         return None if row is None else row_to_memory(row)
 
     def index_missing_text(self) -> int:
-        """Index the text of memories the word index lacks; return how many.
+        """Index the text of memories the word indexes lack; return how many memories
+        (or places of a change, for the CJK and emoji forms) were brought level.
 
         This release indexes a memory's text as it inserts the row (see migration 5),
         where older releases left it to a trigger that migration 5 dropped. A process
         of an older release still running after an upgrade (a rolling deploy) stores
-        memories that nothing indexes: they are indexed here, when a process of this
-        release opens the database or sleeps. Counting costs a few milliseconds at
-        100k memories; the write happens only when something is missing.
+        memories that nothing indexes, and the previous release knows nothing of the
+        CJK and emoji forms (migration 9): they are indexed here, when a process of
+        this release opens the database or sleeps. Counting costs a few milliseconds
+        at 100k memories; the write happens only when something is missing.
         """
         with self._db.read() as conn:
             missing = conn.execute(
                 "SELECT (SELECT count(*) FROM memories) - (SELECT count(*) FROM memories_fts_docsize)"
             ).fetchone()[0]
-        if missing <= 0:
+            behind = lagging(conn)
+        if missing <= 0 and not behind:
             return 0
         try:
             with self._db.write("index the text of memories an older release stored") as conn:
-                return conn.execute(
-                    "INSERT INTO memories_fts (rowid, content) SELECT seq, content FROM memories AS m "
-                    "WHERE NOT EXISTS (SELECT 1 FROM memories_fts_docsize AS d WHERE d.id = m.seq)"
-                ).rowcount
+                indexed = 0
+                if missing > 0:
+                    indexed = conn.execute(
+                        "INSERT INTO memories_fts (rowid, content) SELECT seq, content FROM memories AS m "
+                        "WHERE NOT EXISTS (SELECT 1 FROM memories_fts_docsize AS d WHERE d.id = m.seq)"
+                    ).rowcount
+                return indexed + (catch_up(conn) if behind else 0)
         except (ReadOnlyDatabaseError, DatabaseBusyError):
             return 0  # read-only here, or busy: the next open or sleep indexes them
 
