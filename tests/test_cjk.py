@@ -127,6 +127,16 @@ def test_cjk_and_emoji_become_the_terms_the_index_holds():
     assert lexical.query_terms("ｶﾀｶﾅ") == lexical.query_terms("カタカナ")  # halfwidth katakana folded
 
 
+def test_folding_keeps_a_cjk_run_one_run():
+    """A CJK run is folded (NFKC) before it is split into characters: no letter of
+    these scripts folds into a space, or into a character that is none of them."""
+    emoji = (range(0x2300, 0x2C00), range(0x1F000, 0x1FB00))
+    for code in range(0x1100, 0x32400):
+        letter = chr(code)
+        if cjk.split(letter) == [(letter, True)] and not any(code in block for block in emoji):
+            assert all(cjk.split(term) == [(term, True)] for term in cjk.terms(letter)), hex(code)
+
+
 def test_doctor_finds_a_missing_cjk_entry_and_repairs_it(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(session_id="a", db_path=db, embedder="none") as mem:

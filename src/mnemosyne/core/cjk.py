@@ -87,7 +87,9 @@ def terms(text: str) -> list[str]:
     :func:`holds` CJK or emoji): its characters and pairs, or its emoji tokens."""
     if _EMOJI_RUN.fullmatch(text):
         return _emoji_tokens(text)
-    run = _normal(text)
+    # Halfwidth katakana and compatibility ideographs fold to the common forms (each
+    # to letters of these scripts: tests/test_cjk.py).
+    run = unicodedata.normalize("NFKC", text)
     return [*run, *_pairs(run)]
 
 
@@ -98,11 +100,6 @@ def split(text: str) -> list[tuple[str, bool]]:
 
 def _indexed_part(part: str) -> str:
     return f" {' '.join(terms(part))} "
-
-
-def _normal(run: str) -> str:
-    # Halfwidth katakana and compatibility ideographs fold to the common forms.
-    return "".join(c for c in unicodedata.normalize("NFKC", run) if not c.isspace())
 
 
 def _pairs(run: str) -> list[str]:

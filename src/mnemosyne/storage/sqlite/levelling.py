@@ -60,7 +60,7 @@ def index_stored(conn: sqlite3.Connection) -> None:
             [(seq, cjk.indexed_text(text)) for seq, _, _, text in held],
         )
         places += [(session_id, created_at, seq) for seq, session_id, created_at, _ in held]
-    _refresh_windows(conn, places, was_global=True)
+    _refresh_windows(conn, places, was_global=False)  # each is still stored, and shows its scope
     _watermark_at_the_top(conn)
 
 
