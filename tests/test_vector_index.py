@@ -98,6 +98,16 @@ def test_a_shortlist_keeps_most_of_the_exact_top_k(corpus: Path, shortlisting):
     assert sum(kept) >= 0.7 * 5 * len(kept)
 
 
+def test_any_memory_s_similarity_is_its_cosine_in_a_search(corpus: Path):
+    """Candidates found by their words are given the similarity a search that went
+    deep enough would have; seqs without a vector are left out."""
+    index = loaded(corpus)
+    query = queries(1)[0]
+    every = dict(index.search(query, Filters(viewer_session="a"), 300))
+    far = sorted(every, key=every.get)[:20]
+    assert dict(index.similarities(query, [*far, 10_000])) == pytest.approx({seq: every[seq] for seq in far}, abs=1e-6)
+
+
 GAP = 3600.0  # seconds between events of one episode
 
 

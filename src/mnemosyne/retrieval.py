@@ -21,11 +21,13 @@ from .models import Memory
 from .storage.base import Filters, Neighbours
 from .storage.sqlite import SQLiteStore
 
-# How many candidates each signal contributes before fusion. Wide enough that a
-# memory ranked low by one signal but high by another still meets fusion. Deeper
-# lists found no more (LoCoMo R@10 0.785 at 75 and 0.789 at 100, against 0.792)
-# and cost about 4 ms more per recall at 100k memories: fusion and lookups grow
-# with them.
+# How many candidates each signal contributes before fusion, whatever top_k asks for
+# up to as many: every such recall gathers the same candidates, so its results are
+# the first of a larger top_k's. Every candidate is scored by every signal, so a
+# memory ranked low by one signal but high by another meets fusion with both scores.
+# Deeper lists found no more (LoCoMo R@10 0.785 at 75 and 0.789 at 100, against
+# 0.792) and cost about 4 ms more per recall at 100k memories: fusion and lookups
+# grow with them.
 MIN_CANDIDATES = 50
 DEFAULT_WEIGHTS = Weights()
 # At most this many candidates without a vector are embedded during a recall.
@@ -58,7 +60,10 @@ def search(
     memories only) matches one, the match counts for the memory that now stands for
     it (its summary or canonical copy). Condensing never makes a fact unfindable.
     """
-    depth = max(MIN_CANDIDATES, 5 * top_k)
+    depth = max(MIN_CANDIDATES, top_k)
+    # When the filters leave fewer word matches than this (10 in most recalls), the
+    # memories holding only common words are searched too (see ``lexical.fts_fallback``).
+    few_matches = depth // 5
     # "What did the dentist say yesterday": yesterday's memories are candidates
     # whatever their words, the nearest to the query by meaning first, and the latest
     # without a vector. Those that may be returned as they are: a summary made
@@ -128,7 +133,13 @@ def search(
             for field, counts in by_field.items()
             if (fallback := lexical.fts_fallback(searched, counts, total)) is not None
         }
-        lexical_hits = store.search_text(queries, filters, depth, fallbacks, top_k) if queries else {}
+        scoring = {field: lexical.fts_scoring(searched, counts, total) for field, counts in by_field.items()}
+        lexical_hits = store.search_text(queries, filters, depth, fallbacks, few_matches) if queries else {}
+        # A search that ran the scoring queries themselves and was not cut found every
+        # memory they score.
+        complete = {
+            field for field, hits in lexical_hits.items() if len(hits) < depth and queries[field] == scoring[field]
+        }
         query_vector, (dense_hits, field_similarity), dated_hits = (
             _nothing_by_meaning() if listing
             else by_meaning() if dense_search is None
@@ -166,7 +177,7 @@ def search(
             # of one query over one index compare across the two searches).
             active = dataclasses.replace(filters, statuses=("active",))
             if any(_crowded(lexical_hits[field], folded[field], depth) for field in lexical_hits):
-                more = store.search_text(queries, active, depth, fallbacks, top_k)
+                more = store.search_text(queries, active, depth, fallbacks, few_matches)
                 folded = {field: _best_per_key([*found, *more.get(field, [])]) for field, found in folded.items()}
             if query_vector is not None and slot.signature is not None and _crowded(dense_hits, folded_dense, depth):
                 folded_dense = _best_per_key(
@@ -177,6 +188,7 @@ def search(
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
+        lexical_hits = _scored_in_full(store, lexical_hits, scoring, keys, complete)
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
         # hits mean the vector search just brought the index up to date for this model.
         dense_window_hits = (
@@ -184,6 +196,10 @@ def search(
             if query_vector is not None and dense_hits
             else []
         )
+        if query_vector is not None and dense_hits:
+            # Those found otherwise (by their words, their time) have a similarity too,
+            # however far below the nearest.
+            dense_hits = [*dense_hits, *store.similarities(query_vector, keys.difference(seq for seq, _ in dense_hits))]
         facts = store.ranking_facts(keys)
         if query_vector is not None and dense_hits:
             found_by_words = dict.fromkeys(seq for hits in lexical_hits.values() for seq, _ in hits if seq in facts)
@@ -258,6 +274,25 @@ def _source_index(sources: frozenset[str]) -> lexical.SourceIndex:
     """The store's sources by word, made again only when they change (the store hands
     out the same set until then)."""
     return lexical.index_sources(sources)
+
+
+def _scored_in_full(
+    store: SQLiteStore, hits: dict[str, list[tuple[int, float]]], scoring: dict[str, list[str]], keys: set[int],
+    complete: set[str],
+) -> dict[str, list[tuple[int, float]]]:
+    """``hits`` with every candidate's score in each field, whatever found it.
+
+    A field's search keeps only its best matches: a memory found by meaning or by its
+    time that also holds a query word would score nothing for it below that cut, and
+    how deep the search went (how many results were asked for) would decide its rank.
+    """
+    missing = {
+        field: keys.difference(seq for seq, _ in found) for field, found in hits.items() if field not in complete
+    }
+    if not any(missing.values()):
+        return hits
+    filled = store.text_scores(scoring, missing)
+    return {field: [*found, *filled[field]] if field in filled else found for field, found in hits.items()}
 
 
 def _nothing_by_meaning() -> tuple[None, Neighbours, list[tuple[int, float]]]:

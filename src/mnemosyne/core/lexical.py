@@ -74,6 +74,10 @@ POSTINGS_BUDGET = 500
 # Measured at 100k memories: past this many memories scored twice, ``(rare)`` costs
 # more than ``(rare) NOT (common)`` (see fts_queries).
 SCORED_TWICE_BUDGET = 2_500
+# Scoring given memories reads every posting of the query's terms: past this many
+# (about a millisecond), those holding only common terms score as a search scores
+# them (see fts_scoring).
+SCORING_BUDGET = 10_000
 
 
 def tokenize(text: str) -> list[str]:
@@ -239,6 +243,21 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
         1 - math.prod(1 - min(1.0, frequencies.get(term, 0) / max(total, 1)) for term in common))
     finding = either if twice <= SCORED_TWICE_BUDGET else f"({either}) NOT ({also})"
     return [finding, f"({either}) AND ({also})"]
+
+
+def fts_scoring(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> list[str]:
+    """The FTS5 queries that score memories already found (by meaning, by their time,
+    by another field), each at its best over them, on the scale of :func:`fts_queries`.
+
+    While the terms' postings fit ``SCORING_BUDGET``, the whole query: BM25 counts
+    every term a memory holds, common or not, as one search over every term would
+    have scored it. Past that, :func:`fts_queries` themselves: a memory holding only
+    common terms scores nothing in the field, as in the search.
+    """
+    if sum(frequencies.get(term, 0) for term in terms) > SCORING_BUDGET:
+        return fts_queries(terms, frequencies, total)
+    whole = fts_expression(terms)
+    return [] if whole is None else [whole]
 
 
 def fts_fallback(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> str | None:

@@ -180,6 +180,15 @@ class VectorIndex:
             _, found = self._rows_of(wanted)
         return [int(seq) for seq in wanted[~found]]
 
+    def similarities(self, query: np.ndarray, seqs: Iterable[int]) -> list[tuple[int, float]]:
+        """``(seq, cosine)`` of each of ``seqs`` that has a vector here."""
+        query = np.asarray(query, dtype=np.float32)
+        with self._lock:
+            rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
+            rows = rows[found]
+            vectors, found_seqs = self._matrix[rows], self._seqs[rows]
+        return [(int(seq), float(score)) for seq, score in zip(found_seqs, _dot(vectors, query), strict=True)]
+
     def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each wanted seq's row, and whether it is here at all (hold the lock)."""
         rows = np.searchsorted(self._seqs[: self._size], wanted)
