@@ -69,7 +69,7 @@ def search(
     # without a vector. Those that may be returned as they are: a summary made
     # yesterday stands for its originals, and does not crowd out yesterday's others.
     window = window_seconds(query, local_time(now, zone))
-    terms = lexical.query_terms(query)
+    terms = lexical.search_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor

@@ -123,6 +123,28 @@ def topic_words(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if t not in STOPWORDS and t not in QUESTION_WORDS]
 
 
+def query_phrases(text: str) -> list[str]:
+    """Each word of ``text`` (between spaces) that the index splits into several
+    tokens, as the phrase of those tokens: "v1.7.7" as "v1 7 7", and "10.0.0.5",
+    "main.scss", "foo_bar", "2026-04-09", "e-mail".
+
+    Its tokens alone say little: v1.7.11 holds "v1" and "7" too, and a word's tokens
+    count once in a query. The phrase matches the word itself, and BM25 weighs a
+    rare phrase high. A word splitting off only stopwords ("Priya's", "don't") is no
+    phrase: it means what its one token does.
+    """
+    phrases = (tokenize(word) for word in text.split())
+    return list(dict.fromkeys(
+        " ".join(tokens) for tokens in phrases if sum(token not in STOPWORDS for token in tokens) > 1
+    ))
+
+
+def search_terms(text: str) -> list[str]:
+    """What a query looks for in the text index: its topic terms, then its phrases
+    (see :func:`query_phrases`), each quoted alike in an FTS5 query."""
+    return [*query_terms(text), *query_phrases(text)]
+
+
 def source_terms(text: str) -> set[str]:
     """Terms that can name a memory's source: the topic terms plus the chat role a
     pronoun points at."""
@@ -197,11 +219,12 @@ def speech_only(source: str) -> bool:
 
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression for ``text``, or None when it has no searchable words."""
-    return fts_expression(query_terms(text))
+    return fts_expression(search_terms(text))
 
 
 def fts_expression(terms: Sequence[str]) -> str | None:
-    """OR of quoted terms (tokens hold no quotes, so quoting makes any term inert)."""
+    """OR of quoted terms (tokens hold no quotes, so quoting makes any term inert; a
+    term of several tokens is a phrase)."""
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms)
