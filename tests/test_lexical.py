@@ -85,22 +85,22 @@ def test_a_search_cut_short_keeps_the_whole_query_s_best_matches(tmp_path: Path,
                 assert [score for _, score in hits] == pytest.approx([score for _, score in best[:limit]])
 
 
-def test_found_memories_are_scored_by_the_whole_query_unless_its_postings_are_many(
+def test_memories_found_otherwise_are_scored_again_unless_the_terms_postings_are_many(
     monkeypatch: pytest.MonkeyPatch,
 ):
     counts = {"deploy": 3000, "kubernetes": 40}
-    assert lexical.fts_scoring(list(counts), counts, total=50_000) == ['"deploy" OR "kubernetes"']
+    assert lexical.scored_again(list(counts), counts)
     monkeypatch.setattr(lexical, "SCORING_BUDGET", 1000)
-    assert lexical.fts_scoring(list(counts), counts, total=50_000) == fts_queries(list(counts), counts, 50_000)
-    assert lexical.fts_scoring([], {}, total=0) == []
+    assert not lexical.scored_again(list(counts), counts)
+    assert not lexical.scored_again([], {})
 
 
 def test_memories_below_a_search_s_cut_score_as_a_deeper_search_scores_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """Candidates found otherwise are scored on the scale of a search's hits: what the
-    search gives those it keeps, and what a search of every term gives the others. With
-    the split queries themselves, a memory holding only common terms scores nothing."""
+    search gives those it keeps, split query or not, and what a search of every term
+    gives the others."""
     with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
         mem.remember_many([f"the weekly deploy note {i}{' weekly' * (i % 4)}" for i in range(60)])
         mem.remember_many([f"zebrafish {'tank ' * (i % 5)}{'weekly' if i % 3 else 'feeding'} {i}" for i in range(40)])
@@ -110,19 +110,15 @@ def test_memories_below_a_search_s_cut_score_as_a_deeper_search_scores_them(
         counts, _ = store.term_frequencies(terms)
         monkeypatch.setattr(lexical, "POSTINGS_BUDGET", counts["zebrafish"])
         split = lexical.fts_queries(terms, counts, total=10**6)
-        whole = [lexical.fts_expression(terms)]
-        assert len(split) == 2
+        whole = lexical.fts_expression(terms)
+        assert len(split) == 2 and whole is not None
         every = {field: dict(hits) for field, hits in
-                 store.search_text({"content": whole, "context": whole}, filters, 1000).items()}
-        for queries in (whole, split):
+                 store.search_text({"content": [whole], "context": [whole]}, filters, 1000).items()}
+        for queries in ([whole], split):
             for field, hits in store.search_text({"content": queries, "context": queries}, filters, 10).items():
                 assert dict(hits) == pytest.approx({seq: every[field][seq] for seq, _ in hits})
         for field, scores in every.items():
-            scored = store.text_scores({field: whole}, {field: list(scores)})
-            assert dict(scored[field]) == pytest.approx(scores)
-            holding_rare = dict(store.text_scores({field: ['"zebrafish"']}, {field: list(scores)})[field])
-            assert dict(store.text_scores({field: split}, {field: list(scores)})[field]) == pytest.approx(
-                {seq: score for seq, score in scores.items() if seq in holding_rare})
+            assert dict(store.text_scores(whole, {field: list(scores)})[field]) == pytest.approx(scores)
 
 
 def test_a_term_no_memory_holds_does_not_take_the_rarest_term_s_place(monkeypatch: pytest.MonkeyPatch):

@@ -133,12 +133,13 @@ def search(
             for field, counts in by_field.items()
             if (fallback := lexical.fts_fallback(searched, counts, total)) is not None
         }
-        scoring = {field: lexical.fts_scoring(searched, counts, total) for field, counts in by_field.items()}
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, few_matches) if queries else {}
-        # A search that ran the scoring queries themselves and was not cut found every
-        # memory they score.
-        complete = {
-            field for field, hits in lexical_hits.items() if len(hits) < depth and queries[field] == scoring[field]
+        # Candidates are scored again by the whole query in a field, unless its search
+        # ran one query of every term and was not cut: then it found all its matches.
+        whole = lexical.fts_expression(searched)
+        scored_again = {
+            field for field, hits in lexical_hits.items()
+            if lexical.scored_again(searched, by_field[field]) and not (len(queries[field]) == 1 and len(hits) < depth)
         }
         query_vector, (dense_hits, field_similarity), dated_hits = (
             _nothing_by_meaning() if listing
@@ -188,7 +189,8 @@ def search(
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
-        lexical_hits = _scored_in_full(store, lexical_hits, scoring, keys, complete)
+        if whole is not None:
+            lexical_hits = _scored_in_full(store, lexical_hits, whole, keys, scored_again)
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
         # hits mean the vector search just brought the index up to date for this model.
         dense_window_hits = (
@@ -277,22 +279,20 @@ def _source_index(sources: frozenset[str]) -> lexical.SourceIndex:
 
 
 def _scored_in_full(
-    store: SQLiteStore, hits: dict[str, list[tuple[int, float]]], scoring: dict[str, list[str]], keys: set[int],
-    complete: set[str],
+    store: SQLiteStore, hits: dict[str, list[tuple[int, float]]], whole: str, keys: set[int], fields: set[str],
 ) -> dict[str, list[tuple[int, float]]]:
-    """``hits`` with every candidate's score in each field, whatever found it.
+    """``hits`` with every candidate's score for the ``whole`` query in each of
+    ``fields``, whatever found it.
 
     A field's search keeps only its best matches: a memory found by meaning or by its
     time that also holds a query word would score nothing for it below that cut, and
     how deep the search went (how many results were asked for) would decide its rank.
     """
-    missing = {
-        field: keys.difference(seq for seq, _ in found) for field, found in hits.items() if field not in complete
-    }
+    missing = {field: keys.difference(seq for seq, _ in hits[field]) for field in fields}
     if not any(missing.values()):
         return hits
-    filled = store.text_scores(scoring, missing)
-    return {field: [*found, *filled[field]] if field in filled else found for field, found in hits.items()}
+    filled = store.text_scores(whole, missing)
+    return {field: [*found, *filled.get(field, [])] for field, found in hits.items()}
 
 
 def _nothing_by_meaning() -> tuple[None, Neighbours, list[tuple[int, float]]]:

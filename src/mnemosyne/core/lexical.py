@@ -74,10 +74,12 @@ POSTINGS_BUDGET = 500
 # Measured at 100k memories: past this many memories scored twice, ``(rare)`` costs
 # more than ``(rare) NOT (common)`` (see fts_queries).
 SCORED_TWICE_BUDGET = 2_500
-# Scoring given memories reads every posting of the query's terms: past this many
-# (about a millisecond), those holding only common terms score as a search scores
-# them (see fts_scoring).
-SCORING_BUDGET = 10_000
+# Scoring memories found otherwise reads every posting of the query's terms: past
+# this many (about half a millisecond at 100k memories), they are not scored again
+# (see scored_again). In a memory of 46,500 turns (``bench/scale.py``, with the local
+# model) scoring them lifted turn recall@10 from 0.508 to 0.527; a budget of 10,000
+# found no more, and 2,500 found 0.513.
+SCORING_BUDGET = 5_000
 
 
 def tokenize(text: str) -> list[str]:
@@ -268,19 +270,18 @@ def fts_queries(terms: Sequence[str], frequencies: Mapping[str, int], total: int
     return [finding, f"({either}) AND ({also})"]
 
 
-def fts_scoring(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> list[str]:
-    """The FTS5 queries that score memories already found (by meaning, by their time,
-    by another field), each at its best over them, on the scale of :func:`fts_queries`.
+def scored_again(terms: Sequence[str], frequencies: Mapping[str, int]) -> bool:
+    """Whether memories found otherwise (by meaning, by their time, below a search's
+    cut) are scored for ``terms`` by the whole query, whose BM25 is what a search
+    over every term gives them: while the terms' postings fit ``SCORING_BUDGET``.
+    Past it, they keep what the search gave them.
 
-    While the terms' postings fit ``SCORING_BUDGET``, the whole query: BM25 counts
-    every term a memory holds, common or not, as one search over every term would
-    have scored it. Past that, :func:`fts_queries` themselves: a memory holding only
-    common terms scores nothing in the field, as in the search.
+    Scoring them there with :func:`fts_queries` instead (common terms only where a
+    rare one is) cost 2-3 ms more per recall in a memory of 46,500 turns
+    (``bench/scale.py``, with the local model, a budget of 10,000) and found less:
+    turn recall@10 0.515 against 0.527.
     """
-    if sum(frequencies.get(term, 0) for term in terms) > SCORING_BUDGET:
-        return fts_queries(terms, frequencies, total)
-    whole = fts_expression(terms)
-    return [] if whole is None else [whole]
+    return bool(terms) and sum(frequencies.get(term, 0) for term in terms) <= SCORING_BUDGET
 
 
 def fts_fallback(terms: Sequence[str], frequencies: Mapping[str, int], total: int) -> str | None:

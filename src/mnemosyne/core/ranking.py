@@ -140,13 +140,13 @@ def fuse(
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
     ``stretch``: the vector search found as many neighbours as it was asked for, so
-    similarities are stretched (``above_the_field``), those of windows too, from
-    ``field`` if given (the similarity of the ``FIELD_RANK``-th neighbour), else from
-    the lowest candidate's. The field is the same however many candidates a recall
-    gathers, and the lowest candidate's is not: measured against stretching windows
-    from their lowest, LoCoMo MRR@10 0.599 → 0.600, the rest of ``bench/retrieval.py``
-    unchanged. Fewer means it saw every memory it may return: the lowest of a handful
-    is no stranger to the query, and they are divided by the best, as BM25 is.
+    similarities are stretched (``above_the_field``), from ``field`` if given (the
+    similarity of the ``FIELD_RANK``-th neighbour; window similarities from the
+    lowest candidate's, which moves with how many candidates a recall gathers, but
+    stretched from the field they found less in a large memory: ``bench/scale.py``
+    with the local model, turn recall@10 0.527 → 0.513). Fewer means it saw every
+    memory it may return: the lowest of a handful is no stranger to the query, and
+    they are divided by the best, as BM25 is.
     """
     # Every field is explained, those a query did not search (a listing's) as 0.
     signals = {"content": {}, "context": {}, **{name: normalise(hits) for name, hits in lexical.items()}}
@@ -154,8 +154,7 @@ def fuse(
     similar_window = [(key, max(score, 0.0)) for key, score in dense_window]
     if stretch:
         floor = None if field is None else max(field, 0.0)  # scores below 0 are read as 0
-        signals["dense"] = above_the_field(similar, floor)
-        signals["dense_window"] = above_the_field(similar_window, floor)
+        signals["dense"], signals["dense_window"] = above_the_field(similar, floor), above_the_field(similar_window)
     else:
         signals["dense"], signals["dense_window"] = normalise(similar), normalise(similar_window)
     # A listing's memories (of a time, of a source) are found by what they are.
