@@ -23,8 +23,9 @@ from .storage.sqlite import SQLiteStore
 
 # How many candidates each signal contributes before fusion, whatever top_k asks for
 # up to as many: every such recall gathers the same candidates, so its results are
-# the first of a larger top_k's. Every candidate is scored by every signal, so a
-# memory ranked low by one signal but high by another meets fusion with both scores.
+# the first of a larger top_k's. Every candidate is scored by every signal (by its
+# words while reading them is cheap: see ``lexical.SCORING_BUDGET``), so a memory
+# ranked low by one signal but high by another meets fusion with both scores.
 # Deeper lists found no more (LoCoMo R@10 0.785 at 75 and 0.789 at 100, against
 # 0.792) and cost about 4 ms more per recall at 100k memories: fusion and lookups
 # grow with them.
