@@ -161,6 +161,19 @@ def test_a_retry_after_sleep_made_the_first_copy_global_returns_it(mem: Mnemosyn
     assert mem.get_stats().total == 1
 
 
+def test_a_value_said_again_after_sleep_replaced_it_is_stored_as_current(mem: Mnemosyne):
+    # Friday, then Tuesday (sleep marks Friday superseded), then Friday again within the
+    # window: a change back, not a retry. Returning the superseded id would lose it.
+    friday = mem.remember("The deploy window is Friday evening.")
+    mem.remember("The deploy window is Tuesday morning.")
+    assert mem.sleep().superseded == 1
+    again = mem.remember("The deploy window is Friday evening.")
+    assert again != friday
+    assert mem.get(again).status == "active"
+    mem.sleep()
+    assert [m.content for m in mem.recall("deploy window", top_k=1)] == ["The deploy window is Friday evening."]
+
+
 def test_the_window_is_configurable(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0.2) as mem:
         first = mem.remember("heartbeat ok")
