@@ -200,6 +200,15 @@ def test_an_endpoint_serving_another_size_is_a_failure_not_a_mix(server, tmp_pat
     # This database's to refuse, not the endpoint's failure: each instance meets it.
     assert caplog.text.count("returned 16-dimensional vectors") == 2
     assert vector_sizes(db) == [8]
+    # Waiting will not mend it: what is left to do says how to switch to the new size.
+    switch = "mnemosyne reembed --embedder openai:hash --db PATH"
+    assert switch in caplog.text
+    with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+        with pytest.raises(EmbedderError, match=f"16-dimensional.*{switch}"):
+            mem.backfill_vectors()
+        assert mem.reembed("openai:hash") == 3
+        assert mem.get_stats().embedder == "openai:hash (16 dims)"
+    assert vector_sizes(db) == [16, 16, 16]
 
 
 def test_reembed_to_an_endpoint_records_its_real_dimension(server, tmp_path: Path):

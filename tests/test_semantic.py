@@ -60,6 +60,11 @@ def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_pat
     # An object the CLI cannot build is switched from Python.
     with pytest.raises(EmbedderMismatchError, match=r"reembed\(your_embedder\)"):
         Mnemosyne(db_path=db, embedder=HashEmbedder(32))
+    # Even one that calls itself "local": the CLI would build the bundled model instead.
+    named_local = HashEmbedder(32)
+    named_local.name = "local"
+    with pytest.raises(EmbedderMismatchError, match=r"reembed\(your_embedder\)"):
+        Mnemosyne(db_path=db, embedder=named_local)
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:  # the same one is fine
         assert mem.recall("recorded hash")[0].content == "recorded with the hash embedder"
     # "none" means "do not embed here", not another model: the record stays.

@@ -55,6 +55,7 @@ class EmbedderSlot:
         self._no_vector: dict[bytes, float] = {}
         self._no_vector_lock = _fork.Lock()  # threads write it while retry_now sweeps it
         self._missed = False  # this slot stored memories without a vector while the model failed
+        self.failure: str | None = None  # what the model's last failure here said, and what to do
         # Set when the model answers again after failing: memories stored meanwhile
         # wait for a vector, and the owner starts a backfill.
         self.recovered = False
@@ -114,11 +115,17 @@ class EmbedderSlot:
             with _FAILURES_LOCK:  # a backfill and a write may fail together: one warning
                 first = failures.get("failed_at") is None
                 failures["failed_at"] = time.monotonic()
+            if isinstance(exc, _SizeThisDatabaseRefuses):
+                # Waiting will not mend this one: the model behind the name changed.
+                self.failure = (f"{exc}; if the model behind it changed, switch this database to it "
+                                f"with {how_to_switch(self.embedder)}")
+            else:
+                self.failure = f"{exc}; retrying in {RETRY_AFTER_S:.0f} s"
             if first:
                 log.warning(
                     "embedder %s failed (%s); memories are stored and searchable lexically and "
-                    "their vectors will be backfilled; retrying in %.0f s",
-                    self.description, exc, RETRY_AFTER_S,
+                    "get their vectors once it answers",
+                    self.description, self.failure,
                 )
             self._missed = True
             return [None] * len(texts)
@@ -186,6 +193,7 @@ class EmbedderSlot:
         except Exception as exc:  # a custom embedder's own error: still never lose the write
             raise EmbedderError(f"{type(exc).__name__}: {exc}") from exc
         vectors = _checked(vectors, len(texts), self._dimension)
+        self.failure = None
         if self._forget_failures() or self._missed:
             self._missed, self.recovered = False, True
         if self._dimension is None:
@@ -259,6 +267,14 @@ def _checked(vectors: np.ndarray, count: int, dimension: int | None) -> np.ndarr
     return normalise_rows(vectors)
 
 
+def how_to_switch(embedder: Embedder | None) -> str:
+    """The command that moves a database to ``embedder``: the CLI's for one it builds
+    from a spec, the API's for an object only the caller has (even one named "local")."""
+    if embedder is not None and registry.built_here(embedder):
+        return f"`mnemosyne reembed --embedder {registry.spec_of(registry.signature(embedder))} --db PATH`"
+    return "`Mnemosyne(db_path=PATH).reembed(your_embedder)`"
+
+
 def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) -> EmbedderSlot:
     """Pick the embedder: the argument, else ``$MNEMOSYNE_EMBEDDER``, else the one the
     database recorded, else the best one installed.
@@ -275,13 +291,10 @@ def choose(requested: str | Embedder | None, recorded: dict[str, Any] | None) ->
             return EmbedderSlot(None, recorded, switched_off=True)
         current = registry.signature(embedder)
         if recorded is not None and not same_embedder(recorded, current):
-            spec = registry.spec_of(current)
-            switch = (f"`mnemosyne reembed --embedder {spec} --db PATH`" if registry.names_a_kind(spec)
-                      else "`Mnemosyne(db_path=PATH).reembed(your_embedder)`")  # an object the CLI cannot build
             raise EmbedderMismatchError(
                 f"this database's vectors were made by {registry.describe(recorded)}, not "
                 f"{registry.describe(current)}; open it without choosing an embedder to use the "
-                f"recorded one, or switch it with {switch}"
+                f"recorded one, or switch it with {how_to_switch(embedder)}"
             )
         return EmbedderSlot(embedder, recorded)
     spec = registry.spec_of(recorded) if recorded is not None else registry.best_installed_spec()

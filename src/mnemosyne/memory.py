@@ -443,7 +443,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         if slot.ready:
             return None
         if slot.embedder is not None:
-            return f"embedder {slot.description} is failing"
+            return f"embedder {slot.description} is failing" + (f" ({slot.failure})" if slot.failure else "")
         return f"no embedder can make them here ({slot.description})"
 
     def reembed(

@@ -18,8 +18,8 @@ from ..errors import InvalidInputError, MissingDependencyError
 from .base import Embedder
 
 __all__ = [
-    "best_installed_spec", "describe", "from_spec", "names_a_kind", "requested_spec", "same_embedder", "signature",
-    "spec_of",
+    "best_installed_spec", "built_here", "describe", "from_spec", "names_a_kind", "requested_spec", "same_embedder",
+    "signature", "spec_of",
 ]
 
 ENV_VAR = "MNEMOSYNE_EMBEDDER"
@@ -52,6 +52,12 @@ def from_spec(spec: str) -> Embedder | None:
         f"unknown embedder {spec!r}; use 'local', 'none', 'sentence-transformers:<model>' "
         "or 'openai:<model>'"
     )
+
+
+def built_here(embedder: Embedder) -> bool:
+    """Whether ``from_spec`` builds ``embedder``'s kind (so its spec builds it again),
+    rather than it being a caller's own object, whatever name it gives itself."""
+    return type(embedder).__module__.startswith(f"{__package__}.")
 
 
 @functools.lru_cache(maxsize=1)
