@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +200,33 @@ def test_sessions_past_the_cap_are_closed_and_reopened_unharmed(tmp_path: Path):
             assert busy.remember("still open") is not None
     finally:
         sessions.close()
+
+
+def open_files_of(path: Path) -> int:
+    """How many file descriptors of this process hold ``path`` open."""
+    return sum(1 for fd in Path("/proc/self/fd").iterdir() if os.path.realpath(fd) == str(path.resolve()))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_every_session_shares_one_open_database(tmp_path: Path):
+    # An instance per session held a connection per thread that ran its calls (a
+    # server's pool runs them on many) and a vector index each: a burst of calls
+    # over 16 sessions ran the server out of open files.
+    db = tmp_path / "memories.db"
+    sessions = Sessions(db, default_session="planner")
+    try:
+        held = []
+        for i in range(12):
+            call_tool(sessions, "remember", {"content": f"note of agent {i}", "session_id": f"agent-{i}"})
+            found = call_tool(sessions, "recall", {"query": f"note of agent {i}", "session_id": f"agent-{i}"})
+            assert [m["content"] for m in found["memories"]] == [f"note of agent {i}"]  # still its own view
+            held.append(open_files_of(db))
+        # A connection (one descriptor of the file) per thread that ran the calls (this
+        # one, recall's helpers; one just ended at most), however many sessions.
+        assert max(held) <= threading.active_count() + 1
+    finally:
+        sessions.close()
+    assert open_files_of(db) == 0
 
 
 def test_schemas_say_what_the_server_accepts(sessions: Sessions):

@@ -135,18 +135,40 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         # Last, as the only check that may read the file: a session id over the limit
         # is one an earlier release stored, or a mistake.
         self.session_id = self._check_own_session(session_id, path, busy_timeout)
-        self._store = SQLiteStore(path, busy_timeout=busy_timeout)
-        self.db_path = Path(self._store.path)
+        store = SQLiteStore(path, busy_timeout=busy_timeout)
         try:
-            self._embedder = embedding.choose(requested, self._store.recorded_embedder())
-            self._init_episodic(gap)
-            self._init_sleep(policy, idle)
+            slot = embedding.choose(requested, store.recorded_embedder())
         except BaseException:
-            self._store.close()
+            store.close()
             raise
-        self._backfill = Backfill(self._store, self._embedder)
+        self._start(store, slot, gap, policy, idle, owns_store=True)
         if self._auto_backfill:
             self._backfill.start()
+
+    def _start(
+        self, store: SQLiteStore, slot: embedding.EmbedderSlot, gap: float, policy: SleepPolicy, idle: float | None,
+        owns_store: bool,
+    ) -> None:
+        self._store, self._owns_store = store, owns_store
+        self.db_path = Path(store.path)
+        self._embedder = slot
+        self._init_episodic(gap)
+        self._init_sleep(policy, idle)
+        self._backfill = Backfill(store, slot)
+
+    def _for_session(self, session_id: str) -> Mnemosyne:
+        """An instance acting as ``session_id`` over this one's open database.
+
+        Its connections, vector index and model are this one's: a server of many
+        sessions holds them once, where an instance of its own per session would
+        hold a connection per worker thread and a copy of the index each. It never
+        sleeps by itself and leaves backfilling to this one. Close it first.
+        """
+        sibling = Mnemosyne.__new__(Mnemosyne)
+        sibling.dedupe_window, sibling._auto_backfill = self.dedupe_window, self._auto_backfill
+        sibling.session_id = self._check_own_session(session_id, self.db_path, self._store.busy_timeout)
+        sibling._start(self._store, self._embedder, self.episode_gap, self.sleep_policy, None, owns_store=False)
+        return sibling
 
     # -- writing --------------------------------------------------------------------
 
@@ -507,7 +529,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         """Close the database connections. The instance can't be used afterwards."""
         self._stop_auto_sleep()
         self._backfill.stop()
-        self._store.close()
+        if self._owns_store:
+            self._store.close()
 
     def __enter__(self) -> Mnemosyne:
         return self

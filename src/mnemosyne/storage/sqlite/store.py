@@ -395,6 +395,10 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
             p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
         )
 
+    @property
+    def busy_timeout(self) -> float:
+        return self._db.busy_timeout
+
     def connection(self) -> sqlite3.Connection:
         """This thread's raw connection, for the backup module."""
         return self._db.connect()
