@@ -634,11 +634,25 @@ def test_words_across_two_sentences_of_a_summary_quote_nothing():
     summary = HEADER + "We decided to postpone the deploy. Failed health checks were fixed by Alice."
     assert represented("Failed health checks were fixed by Alice.", summary)
     assert not represented("Deploy failed.", summary)
-    # Quotes without a final stop run together into one sentence: still quotes; and a
-    # line break may be wrapping.
-    assert represented("sounds good", HEADER + "sounds good Deploy done.")
+    # Nor is a sentence inside a longer one: there it may be what someone claimed.
+    assert not represented("Alice approved the budget",
+                           HEADER + "Bob claimed that Alice approved the budget but she denied it.")
+    assert not represented("sounds good", HEADER + "sounds good Deploy done.")  # a run-on of two quotes
+    assert represented("sounds good", HEADER + "sounds good. Deploy done.")
+    assert represented("Deploy done", HEADER + "- sounds good\n- Deploy done")  # a summariser's list
+    # A line break may be wrapping.
     assert represented("Failed health checks were fixed by Alice.",
                        HEADER + "We decided to postpone the deploy. Failed health\nchecks were fixed by Alice.")
+
+
+def test_each_quote_ends_its_own_sentence_in_a_summary():
+    texts = ["We paused the rollout and then the deploy", "The deploy failed",
+             "Failed checks were retried later by the CI runner"]
+    records = [record(i, t, NOW - 3 * DAY + i * 60) for i, t in enumerate(texts)]
+    plan = plan_consolidation(records, NOW, SleepPolicy(summary_max_sentences=2))
+    (summary,) = plan.created
+    assert summary.content.endswith("then the deploy. Failed checks were retried later by the CI runner.")
+    assert "status" not in plan.updates.get("m0001", {})  # no quote across two events says it
 
 
 def test_a_phrase_in_a_script_without_spaces_is_not_almost_nothing():

@@ -85,7 +85,8 @@ class SleepPolicy:
     keep_importance: float = 0.8  # sources this important stay active beside the summary
     # Which summarised sources leave default recall: "represented" ones (the summary
     # quotes each of their sentences that carries min_info_words or more, or a
-    # number, word for word: "Thanks!" and "Wow" need no quote), or "all" of them.
+    # number, word for word as a sentence of its own: "Thanks!" and "Wow" need no
+    # quote), or "all" of them.
     # Sources left active are still linked from the summary. Two words can be a
     # whole fact ("Bob resigned."), and summaries quote only longer sentences: such a
     # source stays active unless the summary says it.
@@ -466,29 +467,32 @@ def still_stands_for(source: str, summary: str, rule: object) -> bool:
     return policy.consolidate == "all" or represented(source, summary, policy)
 
 
-# Where a sentence of a summary ends: a stop and a space.
-_STOP = re.compile(r"(?<=[.!?])\s+")
+# Where a sentence of a summary ends: a stop and a space, or a line break before a
+# list item ("- ", "* ", "• "): a summariser may set its sentences out as a list. Any
+# other line break may be wrapping, not the end of a sentence.
+_STOP = re.compile(r"(?<=[.!?])\s+|\s*\n\s*(?=[-*•]\s)")
+_ITEM = re.compile(r"\A\s*[-*•]\s+")
 
 
 def represented(content: str, summary: str, policy: SleepPolicy = DEFAULT_POLICY) -> bool:
-    """Whether ``summary`` quotes, word for word, every sentence of this source that
-    says something: one with ``min_info_words`` words that are no stopwords, or a
-    number, day, negation or name written with digits or symbols. Quoted, not just
-    holding the same words: "turned on" does not stand for "turned off", "Alice owes
-    Bob" for "Bob owes Alice", nor a "not" said elsewhere for this one. Case, spacing
-    and the punctuation around words aside; the summary's header (its times) is no
-    quote, and neither is a run of words across two of its sentences ("...postpone
-    the deploy. Failed checks..." does not say "Deploy failed."; a line break in it
-    may be wrapping, not the end of one)."""
-    said = [f" {' '.join(quoted_words(part))} " for part in _STOP.split(split_header(summary)[1])]
+    """Whether ``summary`` quotes, word for word and as a sentence of its own, every
+    sentence of this source that says something: one with ``min_info_words`` words
+    that are no stopwords, or a number, day, negation or name written with digits or
+    symbols. Quoted, not just holding the same words: "turned on" does not stand for
+    "turned off", "Alice owes Bob" for "Bob owes Alice", nor a "not" said elsewhere
+    for this one. A whole sentence of the summary: inside a longer one it may be
+    what someone claimed ("Bob claimed that Alice approved the budget, but..."), and
+    a run of words across two ("...postpone the deploy. Failed checks..." does not
+    say "Deploy failed.") is no quote either. Case, spacing and the punctuation
+    around words aside; the summary's header (its times) is no quote."""
+    said = {tuple(quoted_words(_ITEM.sub("", part))) for part in _STOP.split(split_header(summary)[1])}
     for sentence in split_sentences(content):
         words = quoted_words(sentence)
         informative = {w for w in tokenize(sentence) if w not in STOPWORDS}
         exact = values(sentence) or not all(word.isalpha() for word in words)
         if not exact and sum(_information(w) for w in informative) < policy.min_info_words:
             continue  # "Thanks!", "Wow": says almost nothing
-        quote = f" {' '.join(words)} "
-        if not any(quote in part for part in said):
+        if tuple(words) not in said:
             return False
     return True
 

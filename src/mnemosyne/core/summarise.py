@@ -3,7 +3,8 @@
 A summary is a handful of representative sentences quoted from the episode, in
 the order they happened, under a bounded length: sentences whose words recur
 across the episode's events score high, sentences that repeat what is already
-chosen score low. It is never a concatenation of everything.
+chosen score low. It is never a concatenation of everything. Each quote ends its
+own sentence, so no run of words across two of them reads as a quote.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .lexical import STOPWORDS, tokenize
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_WORDS = 3
+_ENDED = re.compile(r"[.!?]\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +71,15 @@ def extractive_summary(
         used = sum(len(text) + 1 for _, _, text in chosen)
         if gain(best, covered) <= 0:
             break
-        if used + len(best[2]) > budget:
+        # Each quote ends its own sentence: one without a final stop would run into the
+        # next, and words across the two ("...then the deploy" "Failed checks...")
+        # could read as a quote of a third event ("The deploy failed").
+        sentence = best[2] if _ENDED.search(best[2]) else best[2] + "."
+        if used + len(sentence) > budget:
             if not chosen:
                 chosen.append((best[0], best[1], _cut(best[2], budget)))
             continue
-        chosen.append((best[0], best[1], best[2]))
+        chosen.append((best[0], best[1], sentence))
         covered |= best[3]
     chosen.sort(key=lambda item: item[1])
     body = " ".join(text for _, _, text in chosen)
@@ -106,7 +112,8 @@ def without_quotes_of(summary: str, forgotten: str, others: Sequence[str] = ()) 
     cut short (``…``, or the summary's length limit) goes too. ``others`` are the
     texts of the summary's other sources: knowing their sentences, a quote of
     ``forgotten`` is found after them too, where quotes without a final stop ran
-    together into one sentence ("Started the rollout Paged on-call hunter2").
+    together into one sentence ("Started the rollout Paged on-call hunter2", as
+    summaries made before each quote got its own stop read).
 
     >>> without_quotes_of("ops: Deploy started. Password is hunter2. Deploy done.", "Password is hunter2.")
     'ops: Deploy started. Deploy done.'
