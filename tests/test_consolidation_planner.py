@@ -433,6 +433,16 @@ def test_vectors_merge_restatements_that_words_alone_would_not():
     ("Pode fazer deploy do serviço de pagamentos na sexta à noite.",
      "Não pode fazer deploy do serviço de pagamentos na sexta à noite."),
     ("Деплоить сервис платежей в пятницу вечером можно?", "Деплоить сервис платежей в пятницу вечером можно? Нет."),
+    # A symbol may be a status; a restating word next to the text may become part of it.
+    ("Deploy the billing service to production tonight", "Deploy the billing service to production tonight 🚫"),
+    ("All integration tests pass on the release branch", "All integration tests pass on the release branch ❌"),
+    ("The payment migration to the new cluster is complete", "The payment migration to the new cluster is complete 👍"),
+    ("Customer data is encrypted at rest in the primary database", "Customer data is encrypted at rest in the "
+     "primary database ⚠️"),
+    ("The staging database server crashed overnight", "Just the staging database server crashed overnight"),
+    ("approved the marketing budget increase for Q3", "I approved the marketing budget increase for Q3"),
+    ("approved the marketing budget increase for Q3", "As you said, you approved the marketing budget increase for Q3"),
+    ("The customer wants the invoice sent to accounting", "The customer wants the invoice sent to accounting before"),
 ])
 def test_texts_alike_but_saying_different_things_never_merge(older: str, newer: str):
     records = [record(0, older, NOW - 3 * DAY), record(1, newer, NOW - 3 * DAY + 60)]
@@ -446,7 +456,8 @@ def test_texts_alike_but_saying_different_things_never_merge(older: str, newer: 
     "As I said, the billing service deploys on Friday evening in Frankfurt.",
     "Reminder: the billing service deploys on Friday evening in Frankfurt.",
     "The billing service deploys on Friday evening in Frankfurt, just so you know.",
-    "— The billing service deploys on Friday evening in Frankfurt 👍",
+    "— The billing service deploys on Friday evening in Frankfurt —",
+    "As I said before: the billing service deploys on Friday evening in Frankfurt!",
 ])
 def test_words_that_only_say_it_again_merge(restated: str):
     records = [record(0, "The billing service deploys on Friday evening in Frankfurt.", NOW - 3 * DAY),

@@ -48,6 +48,19 @@ def mem(tmp_path: Path):
         yield instance
 
 
+@pytest.mark.parametrize("marked", [
+    "Deploy the billing service to production tonight 🚫",
+    "Just deploy the billing service to production tonight",
+    "I deploy the billing service to production tonight",
+])
+def test_a_status_symbol_a_restriction_or_a_subject_added_is_no_repeat(mem: Mnemosyne, marked: str):
+    plain = mem.remember("Deploy the billing service to production tonight", created_at=time.time() - 3 * 3600)
+    other = mem.remember(marked, created_at=time.time() - 2 * 3600)
+    assert mem.sleep().merged == 0
+    assert mem.get(plain).status == mem.get(other).status == "active"
+    assert {m.id for m in mem.recall("billing service to production tonight")} == {plain, other}
+
+
 def test_sleep_condenses_and_stats_show_it(mem: Mnemosyne):
     ids = fill(mem)
     mem.remember("note 3: Reviewed the checkout redesign, palette option 3!",

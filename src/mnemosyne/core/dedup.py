@@ -84,6 +84,11 @@ _RESTATING = frozenset(
     remember recap repeat repeating confirmed confirming fyi note btw just so ok okay yes
     yeah well anyway also like to that this know""".split()
 )
+# Restating words that, right next to what is repeated, become part of it: a subject
+# or a restriction before it ("I approved ...", "Just the staging server crashed"),
+# a time after it ("... sent to accounting before", "... crashed earlier").
+_ATTACHED_BEFORE = frozenset("i we you just".split())
+_ATTACHED_AFTER = frozenset("before earlier".split())
 # Ignored when comparing the words two texts are written with.
 _ARTICLES = frozenset({"a", "an", "the"})
 # "!" and "?" end a sentence, but a leading "!" is a negation in code: "!user.isAdmin".
@@ -278,7 +283,9 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
     - words added only before or after the whole of the other, and only words that
       say it again ("As I said, ...", after a speaker's label too): one inside it
       qualifies it ("the former team lead", "only on Linux"), and so does any other
-      at its ends ("Cancelled: ...", "... as long as they pay monthly").
+      at its ends ("Cancelled: ...", "... as long as they pay monthly"), a symbol
+      ("... tonight 🚫", "... ✅"), and a restating word that attaches to it
+      ("I approved ...", "Just the ...", "... sent before").
 
     Vectors alike above 0.95 are mostly texts that differ so little, so this holds
     for them too.
@@ -290,14 +297,20 @@ def same_wording(earlier: Sequence[str], later: Sequence[str]) -> bool:
     if set(a) - set(b):
         return False
     n = len(a)
-    return any(b[i : i + n] == a and _restating(b[:i] + b[i + n :]) for i in range(len(b) - n + 1))
+    return any(b[i : i + n] == a and _restating(b[:i], b[i + n :]) for i in range(len(b) - n + 1))
 
 
-def _restating(added: Sequence[str]) -> bool:
-    """Whether words added around a text only say it again (a label added, "Confirmed
-    again: ...", counts by its words; a dash or an emoji says nothing)."""
-    return all(part in _RESTATING or not any(ch.isalnum() for ch in part)
-               for word in added for part in word.rstrip(":").split())
+def _restating(before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether words added before and after a text only say it again (a label added,
+    "Confirmed again: ...", counts by its words; a dash says nothing, but a symbol
+    may be a status: "✅", "🚫", "⚠️")."""
+    parts = [part for word in [*before, *after] for part in word.rstrip(":").split()]
+    if before and before[-1].rstrip(":") in _ATTACHED_BEFORE:
+        return False
+    if after and after[0] in _ATTACHED_AFTER:
+        return False
+    return all(part in _RESTATING or all(unicodedata.category(ch).startswith("P") for ch in part)
+               for part in parts)
 
 
 def _lexical_duplicate(a: frozenset[str], b: frozenset[str], rules: DupRules) -> bool:
