@@ -10,6 +10,7 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
+from mnemosyne.core.summarise import split_header
 from mnemosyne.storage.base import Filters
 from mnemosyne.storage.sqlite import SQLiteStore
 from mnemosyne.testing import HashEmbedder
@@ -131,7 +132,8 @@ def test_forgetting_a_short_memory_leaves_the_words_that_contain_it(mem: Mnemosy
 
     mem.forget(ids[1])
 
-    assert mem.get(summary.id).content == summary.content
+    header, body = split_header(mem.get(summary.id).content)
+    assert body == split_header(summary.content)[1] and "(3 events," in header  # one event fewer
     assert "Booked the flight to Tokyo" in mem.recall("Tokyo flight")[0].content
 
 
@@ -373,3 +375,33 @@ def test_a_shared_copy_edited_into_a_symbol_variant_gives_each_session_its_own_b
         shared = next(m for m in a.recall("release CLI tooling") if m.session_id == "mnemosyne:shared")
         a.update(shared.id, content="We build the release CLI with C++ tooling")
         assert a.get(mine).status == "active"
+
+
+ACME = ["Kickoff meeting with the Acme client about the billing migration",
+        "The Acme admin password is Zebra7781Quartz and must stay secret",
+        "Bob will own the database cutover for Acme"]
+
+
+@pytest.mark.parametrize("summariser", [None, lambda texts: "Acme kickoff; admin password Zebra7781Quartz; "
+                                                            "Bob owns the cutover."])
+def test_a_summary_says_what_it_still_covers_once_an_event_is_forgotten(mem: Mnemosyne, summariser):
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(ACME)]
+    mem.sleep(summariser=summariser)
+    (episode,) = mem.episodes()
+    assert episode.summary is not None and "(3 events," in episode.summary.content
+
+    mem.forget(ids[1])
+
+    (episode,) = mem.episodes()
+    summary = episode.summary
+    assert summary is not None and episode.size == 2 and summary.metadata["sources"] == 2
+    started = time.strftime("%Y-%m-%d %H:%M", time.gmtime(OLD))
+    assert summary.content.startswith(f"Summary of episode (2 events, {started} to ")
+    assert "Zebra7781Quartz" not in summary.content and "password" not in summary.content
+    # A summariser's gist held the forgotten event's words throughout: the events left are quoted afresh.
+    assert ACME[0] in summary.content and ACME[2] in summary.content
+    assert mem.recall("Zebra7781Quartz", include_consolidated=True) == []
+
+    mem.forget(ids[0])
+    mem.forget(ids[2])
+    assert mem.get(summary.id).content == "(the events this summary quoted were forgotten)"

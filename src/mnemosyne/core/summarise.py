@@ -97,7 +97,9 @@ def _minute(seconds: float) -> str:
 
 # summary_header's shape. Non-greedy up to the dated part, so an episode label holding
 # "): " stays in the header.
-_HEADER = re.compile(r"Summary of .*? \(\d+ events, [\d-]+ [\d:]+ to [\d-]+ [\d:]+\): ", re.DOTALL)
+_HEADER = re.compile(r"Summary of (?P<name>.*?) \(\d+ events, [\d-]+ [\d:]+ to [\d-]+ [\d:]+\): ", re.DOTALL)
+# What a summary says once every quote it had is gone.
+NOTHING_LEFT = "(the events this summary quoted were forgotten)"
 
 
 def split_header(summary: str) -> tuple[str, str]:
@@ -132,8 +134,32 @@ def without_quotes_of(summary: str, forgotten: str, others: Sequence[str] = ()) 
     if kept == pieces:
         return summary
     if not any(ch.isalnum() for piece in kept for ch in piece):
-        return "(the events this summary quoted were forgotten)"
+        return NOTHING_LEFT
     return header + " ".join(kept)
+
+
+def covering(summary: str, cleaned: str, events: Sequence[str], start: float, end: float,
+             max_chars: int, max_sentences: int) -> str:
+    """What ``summary`` says once one of its events is forgotten, ``cleaned`` being
+    its text without that event's quotes (see :func:`without_quotes_of`): its header
+    counts the ``events`` left (their texts in time order, from ``start`` to
+    ``end``), and one left with no quote at all (a summariser's gist, cut whole for
+    holding the forgotten event's words) quotes them afresh, as sleep does when a
+    summariser fails. A summary without a header, or left with no event, says
+    nothing more than ``cleaned``.
+
+    >>> covering("Summary of episode (3 events, 2026-01-01 09:00 to 2026-01-01 09:02): Kickoff. Secret.",
+    ...          "Summary of episode (3 events, 2026-01-01 09:00 to 2026-01-01 09:02): Kickoff.",
+    ...          ["Kickoff."], 1767258000.0, 1767258000.0, 600, 5)
+    'Summary of episode (1 events, 2026-01-01 09:00 to 2026-01-01 09:00): Kickoff.'
+    """
+    match = _HEADER.match(summary)
+    if match is None or not events:
+        return cleaned
+    header = summary_header(match["name"], len(events), start, end)
+    if cleaned == NOTHING_LEFT:
+        return extractive_summary(events, header, max_chars, max_sentences).text
+    return header + split_header(cleaned)[1]
 
 
 def _without_quotes(piece: str, gone: Sequence[str], others: Sequence[str], last: bool) -> str:

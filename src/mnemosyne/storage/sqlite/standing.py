@@ -19,12 +19,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ...core.consolidation import SHARED_SESSION, sharing_key, still_stands_for
+from ...core.consolidation import DEFAULT_POLICY, SHARED_SESSION, sharing_key, still_stands_for
 from ...core.dedup import fact_key, same_by_words, same_wording, written_words
 from ...core.fingerprint import content_hash
-from ...core.summarise import without_quotes_of
+from ...core.summarise import covering, without_quotes_of
 from .cjk_index import index_edited
-from .rows import audit
+from .rows import audit, dump_json
 
 _STANDING = "('summarises', 'merges')"
 
@@ -63,35 +63,49 @@ def unshared_keys(conn: sqlite3.Connection) -> list[str]:
         "WHERE key IS NOT NULL ORDER BY key")]
 
 
-def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str) -> None:
+def unquote(conn: sqlite3.Connection, memory_id: str, old_text: str, reason: str, forgotten: bool = False) -> None:
     """Summaries that quote ``old_text``, the text ``memory_id`` no longer has, stop
-    quoting it; what they then no longer say comes back."""
+    quoting it; what they then no longer say comes back. If ``memory_id`` is being
+    forgotten, they say they cover one event fewer."""
     for (summary_id,) in conn.execute(
         "SELECT src_id FROM memory_links WHERE dst_id = ? AND kind = 'summarises'", (memory_id,)
     ).fetchall():
-        unquote_summary(conn, summary_id, memory_id, old_text, reason)
+        unquote_summary(conn, summary_id, memory_id, old_text, reason, forgotten)
 
 
-def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, old_text: str, reason: str) -> None:
+def unquote_summary(conn: sqlite3.Connection, summary_id: str, memory_id: str, old_text: str, reason: str,
+                    forgotten: bool = False) -> None:
     """``summary_id`` stops quoting ``old_text``, the text ``memory_id`` no longer has."""
     summary = conn.execute(  # a summary's text only: a link can name any memory
-        "SELECT seq, session_id, created_at, content FROM memories WHERE id = ? AND kind = 'summary'", (summary_id,)
+        "SELECT seq, session_id, created_at, content, metadata FROM memories WHERE id = ? AND kind = 'summary'",
+        (summary_id,),
     ).fetchone()
     if summary is None:
         return
-    others = [r[0] for r in conn.execute(  # knowing them, a quote run into theirs is found too
-        "SELECT m.content FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
-        "WHERE l.src_id = ? AND l.kind = 'summarises' AND l.dst_id <> ?", (summary_id, memory_id))]
-    cleaned = without_quotes_of(summary["content"], old_text, others)
+    others = conn.execute(  # knowing them, a quote run into theirs is found too
+        "SELECT m.content, m.created_at FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'summarises' AND l.dst_id <> ? ORDER BY m.created_at, m.seq",
+        (summary_id, memory_id)).fetchall()
+    texts = [r["content"] for r in others]
+    cleaned = without_quotes_of(summary["content"], old_text, texts)
+    if forgotten and others:  # its header names how many events it covers, and when
+        cleaned = covering(summary["content"], cleaned, texts, others[0]["created_at"], others[-1]["created_at"],
+                           DEFAULT_POLICY.summary_max_chars, DEFAULT_POLICY.summary_max_sentences)
     if cleaned == summary["content"]:
         return
+    fields = ["content"]
+    metadata = json.loads(summary["metadata"] or "{}")
+    if forgotten and isinstance(metadata, dict) and "sources" in metadata:  # sleep's count of its events
+        metadata["sources"] = len(others)
+        fields.append("metadata")
     conn.execute(
-        "UPDATE memories SET content = ?, content_hash = ?, updated_at = ? WHERE seq = ?",
-        (cleaned, content_hash(cleaned), time.time(), summary["seq"]),
+        "UPDATE memories SET content = ?, content_hash = ?, metadata = ?, updated_at = ? WHERE seq = ?",
+        (cleaned, content_hash(cleaned), dump_json(metadata) if "metadata" in fields else summary["metadata"],
+         time.time(), summary["seq"]),
     )
     index_edited(conn, summary["seq"], summary["session_id"], summary["created_at"], cleaned)
     conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (summary["seq"],))  # re-embedded later
-    audit(conn, "update", summary_id, summary["session_id"], {"fields": ["content"], "reason": reason})
+    audit(conn, "update", summary_id, summary["session_id"], {"fields": fields, "reason": reason})
     reinstate(conn, originals_of(conn, summary_id), reason)
 
 

@@ -214,7 +214,7 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
         memory_id = row["id"]
         reason = f"forgot {memory_id}"
         unshared = unshare and row["session_id"] == SHARED_SESSION
-        unquote(conn, memory_id, row["content"], reason)
+        unquote(conn, memory_id, row["content"], reason, forgotten=True)
         originals = originals_of(conn, memory_id)
         sharing = sharing_memories_of(conn, memory_id)
         conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))  # its links go with it
