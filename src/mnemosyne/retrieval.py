@@ -14,7 +14,7 @@ from . import background
 from .core import lexical
 from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
-from .core.temporal import HAPPENING, Window, asks_only_when, window_seconds, without_times
+from .core.temporal import HAPPENING, Window, asks_only_when, window_seconds, without_counts_back, without_times
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -70,7 +70,9 @@ def search(
     # without a vector. Those that may be returned as they are: a summary made
     # yesterday stands for its originals, and does not crowd out yesterday's others.
     window = window_seconds(query, local_time(now, zone))
-    terms = lexical.search_terms(query)
+    # How far back a time it names counts is not what it asks about: not "3" nor "days"
+    # in "where did I park 3 days ago" (a memory of a 3-day stay in January is no answer).
+    terms = lexical.search_terms(query if window is None else without_counts_back(query)) or lexical.search_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor
@@ -78,7 +80,12 @@ def search(
     only_when = window is not None and asks_only_when(query)
     # One about nothing but who said it (and when: "what did ci-bot say yesterday")
     # by what that source said (then), listed alike: not by what others said of it.
-    speakers = () if only_when else _sources_asked_for(store, query, window, filters)
+    # A pronoun names a chat role: "what did I tell you yesterday" asks what the user said.
+    role = lexical.chat_role(query)
+    speakers = () if only_when and role is None else _sources_asked_for(store, query, window, filters, role)
+    if window is not None and not speakers and role is not None and not only_when:
+        # "What did I say on Monday" where no memory is the user's: Monday's memories.
+        only_when = _asks_nothing_else(query, [], window)
     redirect = filters.statuses == ("active",)
     if speakers:
         # A source's condensed memories are among what it said: listed through what
@@ -232,12 +239,16 @@ def search(
     ]
 
 
-def _sources_asked_for(store: SQLiteStore, query: str, window: Window | None, filters: Filters) -> tuple[str, ...]:
+def _sources_asked_for(
+    store: SQLiteStore, query: str, window: Window | None, filters: Filters, role: str | None = None,
+) -> tuple[str, ...]:
     """The sources a query asks about and nothing else besides what they said and a
     time it names ("what did ci-bot say", "the user's messages yesterday"): of the
     database's sources that it names, those the caller's filters keep and the viewer
     has memories of; none when it asks about anything else ("what did ci-bot say
-    about arm64", "what did the user say about the budget").
+    about arm64", "what did the user say about the budget"). A query naming none
+    names the chat ``role`` its pronoun points at, where there is such a source
+    ("what did I say on Monday": the source "user").
 
     A source only other sessions' private memories have is no source to the viewer:
     naming it changes nothing.
@@ -246,6 +257,8 @@ def _sources_asked_for(store: SQLiteStore, query: str, window: Window | None, fi
     if sources is None:
         return ()
     named = lexical.named_sources(query, _source_index(sources))
+    if not named and role in sources:
+        named = [role]
     named = [source for source in named if not filters.sources or source in filters.sources]
     # Naming fewer sources leaves more of the query unasked: no need to look further.
     if not named or not _asks_nothing_else(query, named, window):

@@ -159,6 +159,22 @@ def source_terms(text: str) -> set[str]:
     return terms
 
 
+def chat_role(text: str) -> str | None:
+    """The chat role a query's first personal pronoun names: "user" for "I", "me",
+    "my"..., "assistant" for "you", "your"... ("what did I tell you" asks what the
+    user said). None without one.
+
+    >>> chat_role("what did you tell me")
+    'assistant'
+    """
+    for token in tokenize(text):
+        if token in _FIRST_PERSON:
+            return "user"
+        if token in _SECOND_PERSON:
+            return "assistant"
+    return None
+
+
 def index_sources(sources: Iterable[str]) -> SourceIndex:
     """Each of ``sources`` with its words, under its first word: a text naming a
     source holds all of them, the first among them. Sources without a word are left

@@ -1,14 +1,15 @@
 """Time named in a query: "in May 2023", "8 May, 2023", "2023-05-08", "on May 8th",
 "3 weeks ago", "2 hours ago", "30 minutes ago", "the past hour", "last week", "the
 week before last", "last month", "in mid-April", "since March", "last Friday", "this
-Monday", "last weekend", "on Valentine's day".
+Monday", "Tuesday afternoon", "yesterday morning", "last weekend", "on Valentine's day".
 
 ``time_window(query, now)`` returns the span a query points at, or None. Recall
 favours memories created inside it and never hides the others ("what did we decide
 last week" may be answered by an older memory). Spans are generous on purpose:
 people say "in May" of something recorded on June 2nd. A date without a year ("on
 May 8", "at Christmas") is its latest occurrence up to ``now``: memories are of the
-past.
+past. Within its span, ``named_time`` tells the time itself, which a listing keeps to:
+the day of "3 days ago", the afternoon of "on Tuesday afternoon".
 """
 
 from __future__ import annotations
@@ -87,10 +88,17 @@ _ISO_DATE = re.compile(r"\b(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?!\d)")  # also "20
 _HOLIDAY = re.compile(r"\b(" + "|".join(_HOLIDAYS) + r")(?:,?\s+(\d{4}))?\b")
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b")
 _DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b")
-# "on Saturday mornings" is a habit, not a day.
+# A part of a day, from and to an hour of it (night runs into the next morning).
+_PARTS_OF_DAY = {"morning": (5, 12), "afternoon": (12, 18), "evening": (18, 24), "night": (18, 30)}
+_PART = r"(?:\s+(morning|afternoon|evening|night)\b)"
+_WEEKDAY_NAMES = "|".join(sorted(_WEEKDAY_NUMBERS, key=len, reverse=True))
+_WEEKDAY_NAME = f"({_WEEKDAY_NAMES})\\b"
+# "on Tuesday", "last Friday", "this Monday evening", and a bare weekday only with a
+# part of the day ("Tuesday morning": "the Tuesday sync" is a name). "On Saturday
+# mornings" is a habit, not a day.
 _WEEKDAY = re.compile(
-    r"\b(on|last|this past|this)\s+(" + "|".join(sorted(_WEEKDAY_NUMBERS, key=len, reverse=True))
-    + r")\b(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
+    rf"\b(?:(on|last|this past|this)\s+{_WEEKDAY_NAME}{_PART}?|{_WEEKDAY_NAME}{_PART})"
+    r"(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
 )
 _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
@@ -137,11 +145,13 @@ def asks_only_when(query: str) -> bool:
 
 
 def without_times(query: str) -> str:
-    """``query`` with every time this module reads taken out of it (lower case)."""
+    """``query`` with every time this module reads taken out of it (lower case):
+    "where did I park 3 days ago" is "where did i park ". Its other words keep their
+    apostrophes ("the user's messages")."""
     text = _readable(query)
     for expression in _TIMES:
         text = expression.sub(" ", text)
-    return _HOLIDAY.sub(" ", text.replace("'", ""))
+    return text
 
 
 def time_window(query: str, now: datetime) -> Span | None:
@@ -159,14 +169,14 @@ def named_time(query: str, now: datetime) -> NamedTime | None:
     """``time_window``'s span, with the time the query names within it."""
     text = _readable(query)
     # Days are calendar days where the user is: in ``now``'s own time zone.
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    today = _midnight(now)
     try:
         if since := _SINCE.search(text):
             # "since March" reads as "in March", "since Monday" as "on Monday"; from the
             # time itself ("since May 8": not the week before it that its span holds).
             if back := _clock_back(_CLOCK_AGO, since.group(1), now):
                 return _whole((back[0], today + DAY))
-            if found := _read("in " + since.group(1), today) or _read("on " + since.group(1), today):
+            if found := _read("in " + since.group(1), now) or _read("on " + since.group(1), now):
                 return _whole((found.named[0], today + DAY))
         if back := _clock_back(_CLOCK_AGO, text, now):
             then, seconds, unit = back
@@ -174,7 +184,7 @@ def named_time(query: str, now: datetime) -> NamedTime | None:
             return _whole((then - slack, then + slack))
         if back := _clock_back(_PAST_CLOCK, text, now):
             return _whole((back[0], today + DAY))
-        return _read(text, today)
+        return _read(text, now)
     except (OverflowError, ValueError):  # a span past the calendar's ends: no time to favour
         return None
 
@@ -198,8 +208,13 @@ def _clock_back(expression: re.Pattern[str], text: str, now: datetime) -> tuple[
     return datetime.fromtimestamp(now.timestamp() - seconds, zone), seconds, unit
 
 
-def _read(text: str, today: datetime) -> NamedTime | None:
-    found = next((span for read in _READERS if (span := read(text, today)) is not None), None)
+def _midnight(now: datetime) -> datetime:
+    """The start of ``now``'s calendar day, in its own time zone."""
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _read(text: str, now: datetime) -> NamedTime | None:
+    found = next((span for read in _READERS if (span := read(text, now)) is not None), None)
     return found if found is None or isinstance(found, NamedTime) else _whole(found)
 
 
@@ -207,48 +222,49 @@ def _whole(span: Span) -> NamedTime:
     return NamedTime(span, span)
 
 
-def _full_date(text: str, today: datetime) -> NamedTime | None:
+def _full_date(text: str, now: datetime) -> NamedTime | None:
     # Day first: in "8 May, 2023" the month-and-year reading would lose the day.
     if match := _DAY_MONTH_YEAR.search(text):
-        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)), today.tzinfo)
+        return _date_span(int(match.group(3)), _MONTHS[match.group(2)], int(match.group(1)), now.tzinfo)
     if match := _MONTH_DAY_YEAR.search(text):
         day = match.group(2)
-        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], int(day) if day else None, today.tzinfo)
+        return _date_span(int(match.group(3)), _MONTHS[match.group(1)], int(day) if day else None, now.tzinfo)
     if match := _ISO_DATE.search(text):
-        return _date_span(int(match.group(1)), int(match.group(2)), int(match.group(3)), today.tzinfo)
+        return _date_span(int(match.group(1)), int(match.group(2)), int(match.group(3)), now.tzinfo)
     return None
 
 
-def _day_without_year(text: str, today: datetime) -> NamedTime | None:
+def _day_without_year(text: str, now: datetime) -> NamedTime | None:
     if match := _HOLIDAY.search(text.replace("'", "")):
         month, day = _HOLIDAYS[match.group(1)]
         if match.group(2):
-            return _date_span(int(match.group(2)), month, day, today.tzinfo)
-        return _latest(today, month, day)
+            return _date_span(int(match.group(2)), month, day, now.tzinfo)
+        return _latest(now, month, day)
     if match := _MONTH_DAY.search(text):
-        return _latest(today, _MONTHS[match.group(1)], int(match.group(2)))
+        return _latest(now, _MONTHS[match.group(1)], int(match.group(2)))
     if match := _DAY_MONTH.search(text):
-        return _latest(today, _MONTHS[match.group(2)], int(match.group(1)))
+        return _latest(now, _MONTHS[match.group(2)], int(match.group(1)))
     return None
 
 
-def _relative_day(text: str, today: datetime) -> Span | None:
+def _relative_day(text: str, now: datetime) -> Span | NamedTime | None:
+    today = _midnight(now)
     if "day before yesterday" in text:
-        return today - 2 * DAY, today - DAY
+        return _part_of(today - 2 * DAY, _part_after("day before yesterday", text))
     if "yesterday" in text:
-        return today - DAY, today
+        return _part_of(today - DAY, _part_after("yesterday", text))
     if "last night" in text:  # the evening before, or the hours past midnight
         return today - DAY, today + DAY
-    if re.search(r"\b(?:today|tonight|this (?:morning|afternoon|evening))\b", text):
-        return today, today + DAY
+    if match := re.search(r"\b(?:today|tonight|this (morning|afternoon|evening))\b", text):
+        return _part_of(today, match.group(1) or _part_after("today", text))
     if match := _WEEKDAY.search(text):
-        weekday = _WEEKDAY_NUMBERS[match.group(2)]
+        weekday = _WEEKDAY_NUMBERS[match.group(2) or match.group(4)]
+        part = match.group(3) or match.group(5)
         if match.group(1) == "this":  # this week's, even when still ahead
-            day = today + (weekday - today.weekday()) * DAY
-            return day, day + DAY
+            return _part_of(today + (weekday - today.weekday()) * DAY, part)
         # The latest such day before today: on a Friday, "last Friday" is a week ago.
         back = (today.weekday() - weekday - 1) % 7 + 1
-        return today - back * DAY, today - (back - 1) * DAY
+        return _part_of(today - back * DAY, part)
     if match := _WEEKEND.search(text):
         # "last weekend" ended before this week began; "this weekend" is this week's,
         # even when still ahead; "over the weekend" is the latest one begun.
@@ -259,7 +275,24 @@ def _relative_day(text: str, today: datetime) -> Span | None:
     return None
 
 
-def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
+def _part_after(day: str, text: str) -> str | None:
+    """The part of the day said right after ``day`` ("yesterday afternoon")."""
+    match = re.search(rf"\b{day}{_PART}", text)
+    return None if match is None else match.group(1)
+
+
+def _part_of(day: datetime, part: str | None) -> Span | NamedTime:
+    """``day``, or the ``part`` of it a query names: a topical question searches the
+    whole day (and a night's early hours), a listing keeps to the part."""
+    if part is None:
+        return day, day + DAY
+    start, end = _PARTS_OF_DAY[part]
+    named = day + timedelta(hours=start), day + timedelta(hours=end)
+    return NamedTime((day, max(day + DAY, named[1])), named)
+
+
+def _relative_span(text: str, now: datetime) -> Span | NamedTime | None:
+    today = _midnight(now)
     if match := _LAST_MONTH_OR_YEAR.search(text):
         # The calendar month or year before this one: said on May 10, "last month"
         # is April (and, as "in April", a fortnight after it), "last year" is last year.
@@ -280,12 +313,15 @@ def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
         unit = _UNIT_DAYS[match.group(2)]
         then = today - _count(match.group(1)) * unit * DAY
         if unit == 1:  # that day, or the one before when counted loosely (today only if named)
-            return then - DAY, then + DAY
+            return NamedTime((then - DAY, then + DAY), (then, then + DAY))
         slack = timedelta(days=unit / 2 + 3)  # weeks, months, years ago: counted loosely
-        return then - slack, then + slack
+        # Named: the week around that day, three days either side.
+        return NamedTime((then - slack, then + slack), (then - 3 * DAY, then + 4 * DAY))
     if match := _PAST.search(text):
         days = (_count(match.group(1)) if match.group(1) else 1) * _UNIT_DAYS[match.group(2)]
-        return today - timedelta(days=days) - DAY, today + DAY
+        # Named: from that long before now (elapsed, as "the past 24 hours"); the span
+        # holds the whole calendar day it began on, and the one before.
+        return NamedTime((today - timedelta(days=days) - DAY, today + DAY), (now - timedelta(days=days), today + DAY))
     if match := _THIS.search(text):
         start = {
             "week": today - today.weekday() * DAY,
@@ -296,14 +332,14 @@ def _relative_span(text: str, today: datetime) -> Span | NamedTime | None:
     return None
 
 
-def _named_month_or_year(text: str, today: datetime) -> Span | NamedTime | None:
+def _named_month_or_year(text: str, now: datetime) -> Span | NamedTime | None:
     if match := _IN_MONTH.search(text):
         # The latest such month begun; "last March" said in March is a year ago.
         month = _MONTHS[match.group(2)]
-        this_year = month < today.month or (month == today.month and match.group(1) != "last")
-        return _date_span(today.year if this_year else today.year - 1, month, None, today.tzinfo)
+        this_year = month < now.month or (month == now.month and match.group(1) != "last")
+        return _date_span(now.year if this_year else now.year - 1, month, None, now.tzinfo)
     if match := _IN_YEAR.search(text):
-        return _year_span(int(match.group(1)), today.tzinfo)
+        return _year_span(int(match.group(1)), now.tzinfo)
     return None
 
 
@@ -311,18 +347,47 @@ def _year_span(year: int, zone: tzinfo | None) -> Span:
     return datetime(year, 1, 1, tzinfo=zone), datetime(year + 1, 1, 1, tzinfo=zone)
 
 
+# Each reads a query's text (lower case) relative to ``now``.
 _READERS: tuple[Callable[[str, datetime], Span | NamedTime | None], ...] = (
     _full_date, _day_without_year, _relative_day, _relative_span, _named_month_or_year,
 )
 _RELATIVE_DAY = re.compile(
-    r"\b(?:the\s+)?(?:day\s+before\s+)?yesterday\b|\blast\s+night\b|\btoday\b|\btonight\b"
+    rf"\b(?:the\s+)?(?:day\s+before\s+)?yesterday\b{_PART}?|\blast\s+night\b|\btoday\b{_PART}?|\btonight\b"
     r"|\bthis\s+(?:morning|afternoon|evening)\b"
 )
-# Every expression a reader or ``named_time`` reads a time from (holidays apart:
-# they are read without apostrophes).
+def without_counts_back(query: str) -> str:
+    """``query`` without the times it counts back from now in a number of units ("3
+    days ago", "the past 2 weeks", "30 minutes ago"; lower case): they say how far back,
+    not what about ("where did I park 3 days ago" is not about "3" nor "days"). Named
+    times stay: "in August" or "on Valentine's day" in a memory's text may well be
+    what a question about them looks for."""
+    text = _readable(query)
+    for expression in _COUNTS_BACK:
+        text = expression.sub(" ", text)
+    return text
+
+
+# A holiday as a query may write it, with or without its apostrophe.
+_HOLIDAY_WRITTEN = re.compile(
+    r"\b(?:" + "|".join("'?".join(map(re.escape, name)) for name in _HOLIDAYS) + r")(?:,?\s+\d{4})?\b"
+)
+# "since" and what it reads as "in" or "on" ("since March", "since Monday", "since
+# 2022"); the other times after it ("since last Friday") are taken out by their own.
+_SINCE_WORDS = re.compile(
+    rf"\bsince(?:\s+(?:{_MONTH}|{_WEEKDAY_NAMES}|(?:19|20)\d{{2}})\b)?"
+)
+# Every expression a reader or ``named_time`` reads a time from, in the order they
+# are taken out of a query: a time's words and no others (not the rest of a query
+# after "since").
 _TIMES = (
-    _SINCE, _CLOCK_AGO, _PAST_CLOCK, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DATE, _MONTH_DAY, _DAY_MONTH,
+    _CLOCK_AGO, _PAST_CLOCK, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DATE, _HOLIDAY_WRITTEN, _MONTH_DAY, _DAY_MONTH,
     _RELATIVE_DAY, _WEEKDAY, _WEEKEND, _LAST_MONTH_OR_YEAR, _BEFORE_LAST, _AGO, _PAST, _THIS, _IN_MONTH, _IN_YEAR,
+    _SINCE_WORDS,
+)
+# Times counted back with a number of units ("the past 2 weeks", not "last week": a
+# memory telling of its own "last week" is often what a question echoes).
+_COUNTS_BACK = (
+    _CLOCK_AGO, _AGO, re.compile(rf"\b(?:past|last)\s+{_COUNT}\s+(?:{_UNIT}|(minute|hour)s?\b)"),
 )
 
 

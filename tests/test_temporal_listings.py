@@ -1,0 +1,152 @@
+"""What a listing of a time holds: the time a query names, not the generous span a
+topical question searches, and who said it when a query names them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from mnemosyne import Mnemosyne
+from mnemosyne.core.temporal import asks_only_when, named_time, without_counts_back, without_times
+from mnemosyne.testing import HashEmbedder
+
+NOW = datetime(2026, 3, 13, 17, tzinfo=timezone.utc)  # a Friday
+EMBEDDERS = pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["words only", "with vectors"])
+
+
+def at(day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(2026, 3, day, hour, minute, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize(("query", "span", "named"), [
+    # That calendar day; the span also holds the day before, as counted loosely.
+    ("what happened 2 days ago", (at(10), at(12)), (at(11), at(12))),
+    # The week around that day, three days either side, inside a looser span.
+    ("what happened a week ago", (at(6) - timedelta(days=6.5), at(6) + timedelta(days=6.5)), (at(3), at(10))),
+    # From that long before now until today ends.
+    ("what happened in the last 2 days", (at(10), at(14)), (at(11, 17), at(14))),
+    ("what happened in the past 3 days", (at(9), at(14)), (at(10, 17), at(14))),
+    # A part of a day: the day for a topical question, the part for a listing.
+    ("what happened on Tuesday afternoon", (at(10), at(11)), (at(10, 12), at(10, 18))),
+    ("what happened Tuesday morning", (at(10), at(11)), (at(10, 5), at(10, 12))),
+    ("what happened Wednesday evening", (at(11), at(12)), (at(11, 18), at(12))),
+    ("what happened last Thursday night", (at(12), at(13, 6)), (at(12, 18), at(13, 6))),
+    ("what happened yesterday morning", (at(12), at(13)), (at(12, 5), at(12, 12))),
+    ("what happened this afternoon", (at(13), at(14)), (at(13, 12), at(13, 18))),
+])
+def test_a_listing_keeps_to_the_time_a_query_names(query: str, span: tuple, named: tuple):
+    found = named_time(query, NOW)
+    assert found is not None and (found.span, found.named) == (span, named)
+    assert asks_only_when(query)
+
+
+@pytest.mark.parametrize("query", ["the Tuesday sync notes", "on Saturday mornings", "the morning standup"])
+def test_a_bare_weekday_or_part_of_a_day_alone_is_no_time(query: str):
+    assert named_time(query, NOW) is None
+
+
+def test_a_times_words_are_no_topic_but_the_rest_of_the_query_is():
+    assert without_times("where did I park 3 days ago").split() == ["where", "did", "i", "park"]
+    assert without_times("errors since March in the auth service").split() == ["errors", "in", "the", "auth",
+                                                                                 "service"]
+    assert without_times("the user's messages yesterday").split() == ["the", "user's", "messages"]
+    assert without_times("the party on Valentine's day").split() == ["the", "party", "on"]
+    # A time counted back from now is no topic; a named time's words may be ("our August trip").
+    assert without_counts_back("where did I park 3 days ago").split() == ["where", "did", "i", "park"]
+    assert without_counts_back("the trip in August, the past 2 weeks").split() == ["the", "trip", "in", "august,",
+                                                                                     "the"]
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "days"), [
+    ("what happened 2 days ago", [11]),
+    ("what happened a week ago", [3, 4, 5, 6, 7, 8, 9]),
+    ("what happened in the last 2 days", [12, 13]),
+    ("what happened in the past 3 days", [11, 12, 13]),
+])
+def test_a_listing_of_a_relative_time_holds_that_time_alone(tmp_path: Path, embedder, query: str, days: list[int]):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many({"content": f"Daily log entry of March {day}.", "created_at": at(day, 10)}
+                          for day in range(1, 14))
+        found = mem.recall(query, now=NOW, top_k=50)
+        assert sorted(m.created_at.day for m in found) == days
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "expected"), [
+    ("what happened on Tuesday morning", ["Migration 0042 failed: the index already exists."]),
+    ("what happened Tuesday morning", ["Migration 0042 failed: the index already exists."]),
+    ("what happened on Tuesday afternoon", ["Fixed the migration with IF NOT EXISTS."]),
+    ("what happened Wednesday evening", ["Switched every service to Postgres 16."]),
+    ("what happened on Tuesday", ["Fixed the migration with IF NOT EXISTS.",
+                                  "Migration 0042 failed: the index already exists."]),
+])
+def test_a_weekday_with_a_part_of_the_day_lists_that_part(tmp_path: Path, embedder, query: str, expected: list[str]):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([
+            {"content": "Migration 0042 failed: the index already exists.", "created_at": at(10, 9, 30)},
+            {"content": "Fixed the migration with IF NOT EXISTS.", "created_at": at(10, 15, 20)},
+            {"content": "Switched every service to Postgres 16.", "created_at": at(11, 19, 40)},
+            {"content": "Reviewed the morning and afternoon on-call rota.", "created_at": at(2, 12)},
+        ])
+        assert [m.content for m in mem.recall(query, now=NOW)] == expected
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "expected"), [
+    ("what did I say on Monday", ["The plumber fixed the kitchen sink."]),
+    ("what did you say on Monday", ["Set a timer for 10 minutes."]),
+    ("what did I tell you yesterday", ["My sister Eva is visiting."]),
+    ("what did the user say on Monday", ["The plumber fixed the kitchen sink."]),
+])
+def test_a_pronoun_names_its_chat_role_at_a_time(tmp_path: Path, embedder, query: str, expected: list[str]):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([
+            {"content": "The plumber fixed the kitchen sink.", "source": "user", "created_at": at(9, 16)},
+            {"content": "Set a timer for 10 minutes.", "source": "assistant", "created_at": at(9, 17)},
+            {"content": "My sister Eva is visiting.", "source": "user", "created_at": at(12, 20)},
+            {"content": "Sorry, I cannot reach the calendar.", "source": "assistant", "created_at": at(12, 21)},
+            *({"content": f"Played the playlist Focus {i}.", "source": "assistant", "created_at": at(1 + i, 10)}
+              for i in range(5)),
+        ])
+        found = mem.recall(query, now=NOW, explain=True)
+        assert [m.content for m in found] == expected
+        assert all(m.explanation["named_source"] == 1.0 for m in found)
+
+
+@EMBEDDERS
+def test_a_pronoun_without_its_chat_role_lists_the_times_memories(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        sink = mem.remember("The plumber fixed the kitchen sink.", source="chat", created_at=at(9, 16))
+        mem.remember("Played the playlist Focus.", source="chat", created_at=at(5, 10))
+        assert [m.id for m in mem.recall("what did I say on Monday", now=NOW)] == [sink]
+
+
+@EMBEDDERS
+def test_a_relative_times_words_are_not_searched_as_topic_words(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        monday = mem.remember("Parked the car on level 2, spot B4 of the city garage.", source="user",
+                              created_at=at(10, 18))
+        mem.remember("Parked for 3 days at the airport; 3 days cost 45 EUR.", source="user",
+                     created_at=datetime(2026, 1, 10, 12, tzinfo=timezone.utc))
+        mem.remember("Parked the car on level 3, spot C17 of the airport garage.", source="user",
+                     created_at=at(13, 7, 40))
+        found = mem.recall("where did I park 3 days ago", now=NOW, explain=True)
+        assert found[0].id == monday
+        # "3" and "days" named the time: the January memory holding them scores no better for its words.
+        assert len({m.explanation["content"] for m in found}) == 1
+
+
+@EMBEDDERS
+@pytest.mark.parametrize("query", ["the user's messages yesterday", "messages from the user yesterday"])
+def test_a_possessive_source_lists_what_it_said_then(tmp_path: Path, embedder, query: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember("User does not want emojis in commit messages.", source="user", created_at=at(10, 9))
+        move = mem.remember("Please move the deploy to Monday.", source="user", created_at=at(12, 11))
+        httpx = mem.remember("Use httpx, not requests.", source="user", created_at=at(12, 15))
+        mem.remember("Opened PR #398.", source="assistant", created_at=at(12, 16))
+        found = mem.recall(query, now=NOW, explain=True)
+        assert [m.id for m in found] == [httpx, move]
+        assert all(m.explanation["named_source"] == 1.0 for m in found)
