@@ -356,8 +356,8 @@ _RELATIVE_DAY = re.compile(
     r"|\bthis\s+(?:morning|afternoon|evening)\b"
 )
 def without_counts_back(query: str) -> str:
-    """``query`` without the times it counts back from now in a number of units ("3
-    days ago", "the past 2 weeks", "30 minutes ago"; lower case): they say how far back,
+    """``query`` without the times it counts back from now in days, hours or minutes
+    ("3 days ago", "the past 2 days", "30 minutes ago"; lower case): they say how far back,
     not what about ("where did I park 3 days ago" is not about "3" nor "days"). Named
     times stay: "in August" or "on Valentine's day" in a memory's text may well be
     what a question about them looks for."""
@@ -384,11 +384,12 @@ _TIMES = (
     _RELATIVE_DAY, _WEEKDAY, _WEEKEND, _LAST_MONTH_OR_YEAR, _BEFORE_LAST, _AGO, _PAST, _THIS, _IN_MONTH, _IN_YEAR,
     _SINCE_WORDS,
 )
-# Times counted back with a number of units ("the past 2 weeks", not "last week": a
-# memory telling of its own "last week" is often what a question echoes).
-_COUNTS_BACK = (
-    _CLOCK_AGO, _AGO, re.compile(rf"\b(?:past|last)\s+{_COUNT}\s+(?:{_UNIT}|(minute|hour)s?\b)"),
-)
+# Times counted back in days, hours or minutes ("the past 2 days", not "last week"):
+# a memory's own "4 years ago" or "last week" likely means what a question asking
+# "4 years ago" does, while its "3 days ago" was another day unless told today.
+_COUNTS_BACK = (re.compile(
+    rf"\b(?:{_COUNT}\s+(?:day|hour|minute)s?\s+ago|(?:past|last)\s+{_COUNT}\s+(?:day|hour|minute)s?)\b"
+),)
 
 
 def _date_span(year: int, month: int, day: int | None, zone: tzinfo | None) -> NamedTime | None:
