@@ -313,8 +313,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         meaning (embedding similarity, when an embedder is available) are fused,
         then nudged by importance, recency, past use, and a time the query names
         ("yesterday", "last week", "in May", relative to ``now``, default the
-        current time, and in ``now``'s time zone when it has one, else this
-        machine's). Filters (``scope``, ``source``, ``since``/``until`` on
+        current time, and in ``now``'s time zone when it has one, UTC for a naive
+        ``now``, else this machine's). Filters (``scope``, ``source``, ``since``/``until`` on
         ``created_at``) apply before ranking, so ``top_k`` results are always
         filtered ones. ``explain=True`` fills each result's ``explanation`` with
         every component of its score. Any text is a safe query.
