@@ -257,6 +257,8 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
     ["remember", "x", "--importance", "5"],
     ["remember", "x", "--created-at", "yesterday-ish"],
     ["remember", "x", "--source", ""],
+    ["remember", "x", "--metadata", '{"a": NaN}'],
+    ["remember", "x", "--metadata", '{"a": ' * 150 + "1" + "}" * 150],
     ["timeline", "--limit", "0"],
     ["timeline", "--until", "not-a-date"],
     ["import", "missing.jsonl"],
@@ -267,9 +269,21 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
 ])
 def test_bad_input_is_refused_before_any_database_is_created(cli: Cli, tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "not-json.jsonl").write_text("not json\n")
-    done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], expect=BAD_INPUT)
+    new = tmp_path / "new" / "memories.db"
+    done = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args], db=new, expect=BAD_INPUT)
     assert done.stderr.startswith("mnemosyne: error: ") and len(done.stderr.splitlines()) == 1
-    assert not cli.db.exists()
+    assert not new.parent.exists()  # no file, and no folder for it
+
+
+@pytest.mark.parametrize("args", [
+    ["--metadata", '{"a": NaN}'], ["--metadata", '{"a": ' * 150 + "1" + "}" * 150],
+    ["--content", " "], ["--importance", "2"],
+])
+def test_a_bad_update_leaves_an_older_database_unmigrated(cli: Cli, args: list[str]) -> None:
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "schema_v1.db", cli.db)
+    before = cli.db.read_bytes()
+    cli("update", UNKNOWN, *args, expect=BAD_INPUT)
+    assert cli.db.read_bytes() == before
 
 
 @pytest.mark.parametrize("args", [

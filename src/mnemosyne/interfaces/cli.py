@@ -209,12 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _remember(args: argparse.Namespace) -> None:
     from ..core.timeutil import optional_timestamp
-    from ..core.validation import check_content, check_importance, check_label
+    from ..core.validation import check_content, check_importance, check_label, check_metadata
 
     # Before the database is opened, or created.
     check_content(args.content)
     check_importance(args.importance)
     check_label(args.source, "source")
+    check_metadata(args.metadata)
     optional_timestamp(args.created_at, "created_at")
     memory_id = _open(args, create=True).remember(
         args.content, source=args.source, importance=args.importance, scope=args.scope,
@@ -249,10 +250,15 @@ def _get(args: argparse.Namespace) -> None:
 
 
 def _update(args: argparse.Namespace) -> None:
-    from ..core.validation import check_importance
+    from ..core.validation import check_content, check_importance, check_metadata
 
+    # Before the database is opened (and an older one migrated).
+    if args.content is not None:
+        check_content(args.content)
     if args.importance is not None:
-        check_importance(args.importance)  # before the database is opened, or created
+        check_importance(args.importance)
+    if args.metadata is not None:
+        check_metadata(args.metadata)
     memory = _open(args).update(
         args.id, content=args.content, importance=args.importance, metadata=args.metadata
     )
