@@ -225,6 +225,16 @@ def test_an_http_server_whose_port_is_taken_says_so_and_never_that_it_serves(tmp
     assert f"cannot serve at 127.0.0.1:{port}" in finished.stderr and "--port" in finished.stderr
 
 
+def test_a_db_path_ending_in_a_separator_is_refused_and_creates_nothing(tmp_path: Path):
+    finished = subprocess.run(
+        [sys.executable, "-m", "mnemosyne", "mcp", "--db", f"{tmp_path}/new/memories.db/"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=os.environ.copy(),
+    )
+    assert finished.returncode == 2, finished.stderr
+    assert "names a directory" in finished.stderr and "Traceback" not in finished.stderr
+    assert not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize(("stop", "exit_code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_a_stdio_server_stops_at_sigterm_or_ctrl_c_with_its_client_connected(tmp_path: Path, stop, exit_code):
     db = tmp_path / "memories.db"

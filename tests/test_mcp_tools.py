@@ -291,3 +291,10 @@ def test_every_session_opens_the_file_the_server_started_with(tmp_path: Path, mo
         assert not (tmp_path / "elsewhere" / "memories.db").exists()
     finally:
         sessions.close()
+
+
+@pytest.mark.parametrize("path", ["new/memories.db/", "new/"])
+def test_a_db_path_ending_in_a_separator_names_a_folder_and_is_refused(tmp_path: Path, path: str):
+    with pytest.raises(InvalidInputError, match="names a directory"):
+        Sessions(f"{tmp_path}/{path}")
+    assert not (tmp_path / "new").exists()

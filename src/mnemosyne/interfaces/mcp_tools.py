@@ -57,6 +57,11 @@ class Sessions:
         backup_dir: str | Path | None = None,
         max_open: int = 16,
     ) -> None:
+        if db_path is not None and str(db_path).endswith(("/", os.sep)):
+            # Made absolute, the path would lose its separator and name a file of the
+            # folder's name: refused here, as Mnemosyne() refuses it.
+            raise InvalidInputError(f"db_path {db_path} names a directory; pass a file path such as "
+                                    f"{os.path.join(db_path, 'memories.db')}")
         # Absolute once: every session opens the same file, whatever the working
         # directory becomes (a symlink is still followed, not resolved here).
         self.db_path = None if db_path is None else Path(os.path.abspath(expand_user(db_path, "db_path")))
