@@ -30,7 +30,9 @@ def test_every_tool_has_a_usable_schema():
             assert prop["description"].strip(), f"{spec.name}.{name} has no description"
             types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
             assert set(types) <= {"string", "number", "integer", "boolean", "object", "array"}
-        assert ("session_id" in schema["properties"]) == spec.per_session
+        # Every tool takes one: an agent may pass its session on every call.
+        assert "session_id" in schema["properties"]
+        assert ("whole database" in schema["properties"]["session_id"]["description"]) != spec.per_session
 
 
 def test_remember_and_recall_through_the_table(sessions: Sessions):
@@ -83,6 +85,8 @@ def test_numbers_from_numpy_are_numbers_and_its_bools_are_not(sessions: Sessions
         ("remember", {"content": "x", "importance": "high"}, "JSON type number"),
         ("remember", {"content": "x", "scope": "team"}, "scope"),
         ("remember", {"content": "x", "colour": "red"}, "does not take colour"),
+        ("stats", {"colour": "red"}, "stats does not take colour; its arguments are: session_id$"),
+        ("sleep", {"session_id": ""}, "session_id must be a non-empty string"),
         ("remember", {}, "needs content"),
         ("recall", {"query": "x", "top_k": True}, "JSON type integer"),
         ("recall", {"query": "x", "top_k": 0}, "top_k"),
@@ -298,3 +302,14 @@ def test_a_db_path_ending_in_a_separator_names_a_folder_and_is_refused(tmp_path:
     with pytest.raises(InvalidInputError, match="names a directory"):
         Sessions(f"{tmp_path}/{path}")
     assert not (tmp_path / "new").exists()
+
+
+def test_the_tools_over_the_whole_database_take_the_callers_session_id(sessions: Sessions):
+    call_tool(sessions, "remember", {"content": "coder's lexer note", "session_id": "coder"})
+    call_tool(sessions, "remember", {"content": "planner's roadmap note"})
+    assert call_tool(sessions, "stats", {"session_id": "coder"}) == call_tool(sessions, "stats", {})
+    assert call_tool(sessions, "stats", {"session_id": "coder"})["total"] == 2  # every session's
+    planned = call_tool(sessions, "sleep", {"session_id": "coder", "dry_run": True})
+    assert planned["dry_run"] is True and planned["active_before"] == 2
+    made = call_tool(sessions, "backup", {"session_id": "coder", "name": "coder.bak"})
+    assert made["memory_count"] == 2 and verify_backup(made["backup_path"]).memory_count == 2

@@ -6,9 +6,10 @@ into an MCP tool and runs :func:`call_tool` on a worker thread.
 
 Adding a tool is one entry in ``TOOLS``: a name, a description an LLM can act on,
 its JSON-schema properties, and a function ``(mem, args, sessions) -> dict`` that
-calls one public method and returns a JSON-ready dict. Every tool that reads or
-writes memories takes an optional ``session_id``, so several agents can share one
-database, each with its own session scope plus the global one.
+calls one public method and returns a JSON-ready dict. Every tool takes an optional
+``session_id``, so several agents can share one database, each with its own session
+scope plus the global one, and pass their own id on every call; the tools that act
+on the whole database (sleep, stats, backup) do the same whichever session calls.
 """
 
 from __future__ import annotations
@@ -140,15 +141,13 @@ class ToolSpec:
     run: Callable[[Mnemosyne, Result, Sessions], Result]
     properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     required: tuple[str, ...] = ()
-    per_session: bool = True  # takes a session_id and sees that session's memories
+    per_session: bool = True  # sees the memories of the session_id given; else the whole database
     read_only: bool = False
     destructive: bool = False
 
     def input_schema(self) -> Result:
-        """The tool's JSON schema, with ``session_id`` added to per-session tools."""
-        properties = dict(self.properties)
-        if self.per_session:
-            properties["session_id"] = SESSION_ID
+        """The tool's JSON schema, with ``session_id`` added: every tool takes one."""
+        properties = {**self.properties, "session_id": SESSION_ID if self.per_session else ANY_SESSION_ID}
         return {
             "type": "object",
             "properties": properties,
@@ -276,6 +275,15 @@ SESSION_ID = {
         "Which agent session to act as. Session-scoped memories are visible only to the "
         "session that stored them; global ones to every session. Omit it to use the "
         "server's default session (the --session it was started with)."
+    ),
+}
+# An agent may pass its session on every call: a tool over the whole database takes
+# it (checked as any session id is) rather than fail the call.
+ANY_SESSION_ID = {
+    "type": "string",
+    "description": (
+        "The calling agent's session, accepted as every tool accepts it. This tool acts on "
+        "the whole database, whichever session calls it."
     ),
 }
 MEMORY_ID = {"type": "string", "description": "The memory's id, as returned by remember or recall."}
