@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemosyne import InvalidInputError, LeaseHeldError, Mnemosyne
+from mnemosyne import InvalidInputError, LeaseHeldError, Mnemosyne, SleepReport
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.storage.sqlite.consolidation import SleepStore
 from mnemosyne.storage.sqlite.search import FTS_TABLES
@@ -371,6 +371,38 @@ def test_a_dry_run_says_what_a_run_would_do_and_that_it_changed_no_row(tmp_path:
         assert dry.changed_rows == 0 and dry.active_after == dry.active_before == 18
         assert rows(tmp_path / "m.db") == before
         assert mem.sleep().changed_rows > 0  # the rows the plan named change only now
+
+
+class DryRunsAnotherWhilePlanning(Mnemosyne):
+    """A dry run that, while it plans, has a second instance dry-run the same file."""
+
+    inner: SleepReport | None = None
+
+    def _sleep_vectors(self, memory_ids):
+        with Mnemosyne(session_id="other", db_path=self.db_path) as other:
+            DryRunsAnotherWhilePlanning.inner = other.sleep(dry_run=True)
+        return super()._sleep_vectors(memory_ids)
+
+
+def test_a_dry_run_takes_no_lease_so_two_run_at_once(tmp_path: Path):
+    with DryRunsAnotherWhilePlanning(session_id="default", db_path=tmp_path / "m.db") as mem:
+        fill(mem)
+        before = rows(tmp_path / "m.db")
+        outer = mem.sleep(dry_run=True)
+        assert outer.summaries == DryRunsAnotherWhilePlanning.inner.summaries == 3
+        assert rows(tmp_path / "m.db") == before
+
+
+def test_a_dry_run_during_a_sleep_reports_the_lease_and_leaves_it_held(mem: Mnemosyne):
+    fill(mem)
+    other = SleepStore(mem._store)
+    other.acquire_lease("someone-else", ttl=60)
+    with pytest.raises(LeaseHeldError, match="another sleeper"):
+        mem.sleep(dry_run=True)
+    with pytest.raises(LeaseHeldError, match="another sleeper"):
+        mem.sleep()  # the other sleeper's lease is still its own
+    other.release_lease("someone-else")
+    assert mem.sleep(dry_run=True).summaries == 3
 
 
 def test_cli_sleep_undo_and_stats(tmp_path: Path):

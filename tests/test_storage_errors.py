@@ -8,6 +8,7 @@ tiny tmpfs mount; each test skips, saying why, where the machine does not allow 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -129,6 +130,19 @@ def test_a_read_only_file(tmp_path: Path):
         # opened its connection read-only, and would have kept it so).
         mem.remember("stored once the file is writable")
         assert mem.get_stats().total == 2
+
+
+def test_a_dry_run_sleep_reads_a_read_only_file(tmp_path: Path):
+    db = make_db(tmp_path / "m.db", n=3)
+    before = db.read_bytes()
+    command = [sys.executable, "-m", "mnemosyne", "sleep", "--db", str(db), "--json"]
+    with immutable(db):
+        dry = subprocess.run([*command, "--dry-run"], capture_output=True, text=True, timeout=60)
+        assert dry.returncode == 0, dry.stderr
+        assert json.loads(dry.stdout)["dry_run"] is True
+        real = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert real.returncode == 3 and json.loads(real.stderr)["error"]["code"] == "read_only"
+    assert db.read_bytes() == before
 
 
 def test_a_database_file_deleted_while_open_takes_no_more_writes(tmp_path: Path):

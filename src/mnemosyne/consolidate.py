@@ -74,7 +74,13 @@ def run_sleep(
         if stop is not None and stop.is_set():
             raise SleepStopped("sleep stopped before applying anything")
 
-    sleeper.acquire_lease(holder, LEASE_TTL)
+    if dry_run:
+        # A dry run writes nothing, so it takes no lease: it works on a read-only file
+        # and beside other dry runs. It still defers to a sleep under way, whose run
+        # would change what it reports.
+        sleeper.check_lease()
+    else:
+        sleeper.acquire_lease(holder, LEASE_TTL)
     try:
         check_stop()
         snapshot = sleeper.snapshot()
@@ -113,7 +119,8 @@ def run_sleep(
         return _report(run_id, started, applied.plan.report_counts(), applied.active_before,
                        applied.active_after, applied.changed_rows, fallbacks)
     finally:
-        sleeper.release_lease(holder)
+        if not dry_run:
+            sleeper.release_lease(holder)
 
 
 def _summarise(

@@ -71,17 +71,26 @@ class SleepStore:
         """Take (or renew) the named lease, or raise :class:`LeaseHeldError`."""
         now = time.time()
         with self._db.write("take the sleep lease") as conn:
-            row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (name,)).fetchone()
-            if (row is not None and row["holder"] != holder and row["expires_at"] > now
-                    and not _holder_is_dead(row["holder"])):
-                raise LeaseHeldError(
-                    f"another sleeper ({row['holder']}) is consolidating {self._store.path} for up to "
-                    f"{row['expires_at'] - now:.0f} more seconds; try again later"
-                )
+            self._refuse_if_held(conn, holder, name, now)
             conn.execute(
                 "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) ON CONFLICT (name) "
                 "DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
                 (name, holder, now + ttl),
+            )
+
+    def check_lease(self, name: str = SLEEP_LEASE) -> None:
+        """Raise :class:`LeaseHeldError` if another process holds the named lease;
+        take nothing and write nothing (a read-only file can be asked)."""
+        with self._db.read() as conn:
+            self._refuse_if_held(conn, None, name, time.time())
+
+    def _refuse_if_held(self, conn: sqlite3.Connection, holder: str | None, name: str, now: float) -> None:
+        row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (name,)).fetchone()
+        if (row is not None and row["holder"] != holder and row["expires_at"] > now
+                and not _holder_is_dead(row["holder"])):
+            raise LeaseHeldError(
+                f"another sleeper ({row['holder']}) is consolidating {self._store.path} for up to "
+                f"{row['expires_at'] - now:.0f} more seconds; try again later"
             )
 
     def release_lease(self, holder: str, name: str = SLEEP_LEASE) -> None:
