@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,24 @@ def test_get_update_forget(cli: Cli) -> None:
     with cli.memories() as mem:
         assert mem.get(memory_id) is None
         assert memory_id not in [m.id for m in mem.recall("budget")]
+
+
+def test_timeline_shows_the_latest_events_and_says_earlier_ones_were_left_out(cli: Cli) -> None:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    with cli.memories() as mem:
+        mem.remember_many([{"content": f"event {i}", "created_at": start + timedelta(minutes=i)} for i in range(150)])
+    done = cli("timeline", "--json")
+    assert [m["content"] for m in json.loads(done.stdout)] == [f"event {i}" for i in range(50, 150)]
+    notice = json.loads(done.stderr)["notice"]
+    assert "latest 100 events" in notice and "--limit" in notice and "--until 2026-01-01T00:50:00+00:00" in notice
+    human = cli("timeline", "--limit", "3")
+    assert human.stdout.splitlines()[-1].endswith("event 149")
+    assert human.stderr.startswith("mnemosyne: these are the latest 3 events; earlier ones were left out")
+    assert cli("timeline", "--limit", "3", "-q").stderr == ""
+    everything = cli("timeline", "--limit", "150", "--json")
+    assert len(json.loads(everything.stdout)) == 150 and everything.stderr == ""
+    earlier = cli("timeline", "--until", "2026-01-01T00:50:00+00:00", "--limit", "1000000", "--json")
+    assert len(json.loads(earlier.stdout)) == 51 and earlier.stderr == ""
 
 
 def test_stats_backup_verify_restore(cli: Cli, tmp_path: Path) -> None:

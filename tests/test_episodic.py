@@ -37,11 +37,20 @@ def test_timeline_is_in_event_order_and_filtered(mem: Mnemosyne, tmp_path: Path)
         assert [m.content for m in other.timeline(session_id="ops")] == ["shared later"]
     assert [m.content for m in mem.timeline()] == ["first", "second", "third", "shared later"]
     assert [m.content for m in mem.timeline(since=at(5), until=at(30))] == ["second", "third"]
-    assert [m.content for m in mem.timeline(limit=2)] == ["first", "second"]
+    assert [m.content for m in mem.timeline(limit=2)] == ["third", "shared later"]  # the latest two
+    assert [m.content for m in mem.timeline(until=at(10), limit=1)] == ["second"]
     with pytest.raises(InvalidInputError, match="swap"):
         mem.timeline(since=at(9), until=at(1))
     with pytest.raises(InvalidInputError):
         mem.timeline(limit=0)
+
+
+def test_a_limited_timeline_keeps_the_latest_events_in_order(mem: Mnemosyne):
+    mem.remember_many([{"content": f"event {i}", "created_at": at(i)} for i in range(150)])
+    assert [m.content for m in mem.timeline()] == [f"event {i}" for i in range(50, 150)]
+    assert len(mem.timeline(limit=None)) == 150
+    before = mem.timeline(until=at(50), limit=10)  # paging back from the first one shown
+    assert [m.content for m in before] == [f"event {i}" for i in range(41, 51)]
 
 
 def test_episodes_split_at_gaps_and_by_explicit_blocks(mem: Mnemosyne):

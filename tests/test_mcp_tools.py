@@ -313,3 +313,12 @@ def test_the_tools_over_the_whole_database_take_the_callers_session_id(sessions:
     assert planned["dry_run"] is True and planned["active_before"] == 2
     made = call_tool(sessions, "backup", {"session_id": "coder", "name": "coder.bak"})
     assert made["memory_count"] == 2 and verify_backup(made["backup_path"]).memory_count == 2
+
+
+def test_the_timeline_tool_returns_the_latest_events_and_says_earlier_ones_were_left_out(sessions: Sessions):
+    for minute in range(5):
+        call_tool(sessions, "remember", {"content": f"step {minute}", "created_at": f"2026-01-05T09:0{minute}:00Z"})
+    cut = call_tool(sessions, "timeline", {"limit": 2})
+    assert [m["content"] for m in cut["memories"]] == ["step 3", "step 4"] and cut["earlier_left_out"] is True
+    whole = call_tool(sessions, "timeline", {"limit": 5})
+    assert whole["count"] == 5 and whole["earlier_left_out"] is False

@@ -108,7 +108,9 @@ class EpisodicMixin:
         until: TimeLike | None = None,
         limit: int | None = 100,
     ) -> list[Memory]:
-        """A session's events (default: this one) in the order they happened.
+        """A session's events (default: this one) in the order they happened: the
+        latest ``limit`` of them (None: all), so that after a restart the newest
+        events are never the ones cut; narrow ``until`` to page back further.
 
         Originals that sleep consolidated, superseded or expired are included: the
         timeline is the history, not the current view. Another session's events are

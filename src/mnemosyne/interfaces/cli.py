@@ -187,11 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("undo-sleep", _undo_sleep, "put memories back as they were before a sleep run")
     sub.add_argument("report_id", help="the id printed by `mnemosyne sleep`")
 
-    sub = command("timeline", _timeline, "print a session's events in the order they happened")
+    sub = command("timeline", _timeline, "print a session's events in the order they happened: the latest "
+                  "--limit of them; stderr says when earlier ones were left out")
     sub.add_argument("--since", help="ISO 8601 start")
     sub.add_argument("--until", help="ISO 8601 end")
     sub.add_argument("--limit", type=int, default=100,
-                     help="at most this many events, 1 to 1000000 (default: %(default)s)")
+                     help="the latest this many events, 1 to 1000000 (default: %(default)s)")
 
     command("episodes", _episodes, "list a session's episodes with their size and summary")
 
@@ -381,8 +382,14 @@ def _timeline(args: argparse.Namespace) -> None:
     # for every event" is no value a command line can pass).
     check_whole(args.limit, "--limit", 1, MAX_LIMIT)
     time_range(args.since, args.until)
-    events = _open_to_read(args).timeline(since=args.since, until=args.until, limit=args.limit)
+    # One more than is shown, to tell whether earlier events were left out.
+    asked = None if args.limit == MAX_LIMIT else args.limit + 1
+    fetched = _open_to_read(args).timeline(since=args.since, until=args.until, limit=asked)
+    events = fetched[-args.limit:]
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events, scored=False))
+    if len(fetched) > len(events) and not args.quiet:
+        _notice(args, f"these are the latest {len(events)} events; earlier ones were left out: pass a larger "
+                      f"--limit, or --until {events[0].created_at.isoformat()} (the first shown) for those before")
 
 
 def _episodes(args: argparse.Namespace) -> None:
@@ -480,6 +487,11 @@ def _done(args: argparse.Namespace, data: Any, message: str) -> None:
     """Report a finished action: JSON with --json, nothing with --quiet, else one line."""
     if args.json or not args.quiet:
         _emit(args, data, lambda: print(message))
+
+
+def _notice(args: argparse.Namespace, message: str) -> None:
+    """Tell, on stderr, something about a result that stdout does not show."""
+    print(json.dumps({"notice": message}) if args.json else f"mnemosyne: {message}", file=sys.stderr)
 
 
 def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | None = None, **details: Any) -> int:

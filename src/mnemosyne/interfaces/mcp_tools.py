@@ -208,8 +208,12 @@ def _forget(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
 def _timeline(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     # Checked here: the API's "None for every event" means the default (100) to a tool.
     limit = check_whole(args.get("limit", 100), "limit", 1, MAX_LIMIT)
-    events = mem.timeline(since=args.get("since"), until=args.get("until"), limit=limit)
-    return {"count": len(events), "memories": [m.to_dict() for m in events]}
+    # One more than is returned, to tell whether earlier events were left out.
+    fetched = mem.timeline(since=args.get("since"), until=args.get("until"),
+                           limit=None if limit == MAX_LIMIT else limit + 1)
+    events = fetched[-limit:]
+    return {"count": len(events), "memories": [m.to_dict() for m in events],
+            "earlier_left_out": len(fetched) > len(events)}
 
 
 def _sleep(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
@@ -400,15 +404,17 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "timeline",
         "What happened, in order: this session's own events (private and global) between two "
-        "times, oldest first, including originals that sleep consolidated. Use it to "
-        "replay the steps of a task, e.g. everything since yesterday's deploy.",
+        "times, oldest first, including originals that sleep consolidated: the latest `limit` "
+        "of them, and earlier_left_out says whether earlier ones were cut (pass until, the "
+        "first one's time, to read those). Use it to replay the steps of a task, e.g. "
+        "everything since yesterday's deploy.",
         _timeline,
         {
             "since": {"type": "string", "description": f"Only events at or after it. {TIME}"},
             "until": {"type": "string", "description": f"Only events at or before it. {TIME}"},
             "limit": {
                 "type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                "description": "At most this many events, oldest first. Default: 100.",
+                "description": "Return the latest this many events (still oldest first). Default: 100.",
             },
         },
         read_only=True,

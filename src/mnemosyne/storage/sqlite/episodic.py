@@ -70,7 +70,8 @@ class EpisodicStore:
         self, viewer: str, session_id: str, since: float | None, until: float | None,
         limit: int | None, kinds: Sequence[str] = ("episodic", "fact"),
     ) -> list[Event]:
-        """A session's events visible to ``viewer``, oldest first."""
+        """A session's events visible to ``viewer``, oldest first: the latest ``limit``
+        of them (None: all)."""
         clauses = [_VISIBLE, "session_id = ?", _in("kind", kinds), _in("status", _EVENT_STATUSES)]
         params: list[object] = [viewer, session_id, *kinds, *_EVENT_STATUSES]
         if since is not None:
@@ -80,9 +81,11 @@ class EpisodicStore:
             clauses.append("created_at <= ?")
             params.append(until)
         where = " AND ".join(clauses)
-        sql = f"SELECT {_COLUMNS}, episode_id FROM memories WHERE {where} ORDER BY created_at, id"
-        if limit is not None:
-            sql += " LIMIT ?"
+        sql = f"SELECT {_COLUMNS}, episode_id FROM memories WHERE {where}"
+        if limit is None:
+            sql += " ORDER BY created_at, id"
+        else:  # the latest ``limit``, put back in the order they happened
+            sql = f"SELECT * FROM ({sql} ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id"
             params.append(limit)
         with self._db.read() as conn:
             rows = conn.execute(sql, params).fetchall()
