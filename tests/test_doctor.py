@@ -9,11 +9,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from mnemosyne import DoctorReport, Mnemosyne, StorageError
+from mnemosyne.core.timeutil import LATEST
 from mnemosyne.dr import doctor
 from mnemosyne.dr.recovery import verify_backup
 from mnemosyne.storage.sqlite import derived
@@ -157,6 +159,22 @@ def test_a_time_no_date_can_hold_is_reported_and_can_be_forgotten(db: Path):
     with Mnemosyne(session_id="s", db_path=db) as mem:
         mem.forget(bad)
     assert doctor.diagnose(db).ok
+
+
+def test_every_time_a_write_accepts_is_one_doctor_calls_healthy(tmp_path: Path):
+    db = tmp_path / "edges.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        last = mem.remember("the edge of time", created_at="9999-12-31T23:59:59.999999Z")
+        mem.remember("the first moment", created_at="0001-01-01T00:00:00Z",
+                     valid_until=datetime.max.replace(tzinfo=timezone.utc))
+        assert mem.get(last).created_at.year == 9999
+    done = subprocess.run([sys.executable, "-m", "mnemosyne", "doctor", "--db", str(db), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+    # One float past the latest a write takes (year 10000 begins) is damage.
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE memories SET created_at = ? WHERE id = ?", (math.nextafter(LATEST, math.inf), last))
+    assert not doctor.diagnose(db).ok
 
 
 def test_a_damaged_file_is_reported_and_not_repaired(tmp_path: Path, db: Path):

@@ -20,6 +20,7 @@ import pytest
 from mnemosyne import InvalidInputError, Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.core.dedup import DupRules
+from mnemosyne.core.timeutil import LATEST
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # validation, not ranking: no model
 
@@ -76,6 +77,16 @@ def test_the_first_and_last_days_a_datetime_holds_are_accepted(mem: Mnemosyne):
     assert len(mem.timeline(until=datetime.max)) == 3
     very_last = mem.remember("the very last moment", created_at=datetime.max.replace(tzinfo=timezone.utc))
     assert mem.get(very_last).created_at.year == 9999
+    assert mem.get(mem.remember("as Unix seconds", created_at=LATEST)).created_at.year == 9999
+
+
+def test_times_are_kept_to_the_microsecond_near_today_and_within_16_farther_out(mem: Mnemosyne):
+    # Stored as float seconds: exact under 2**33 seconds from 1970, as the docs say.
+    for year, most in [(1, 4), (1000, 2), (1698, 0), (2026, 0), (2241, 0), (5000, 8), (9999, 16)]:
+        given = datetime(year, 7, 1, 12, 34, 56, 987_654, tzinfo=timezone.utc)
+        kept = mem.get(mem.remember(f"in the year {year}", created_at=given, allow_duplicate=True)).created_at
+        assert abs(kept - given) <= timedelta(microseconds=most), (year, kept)
+        assert [m.created_at for m in mem.timeline(since=kept, until=kept)] == [kept]  # its own time finds it
 
 
 @pytest.mark.parametrize("field", ["created_at", "recorded_at", "valid_until"])

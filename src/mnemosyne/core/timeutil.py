@@ -16,9 +16,21 @@ TimeLike = datetime | str | int | float
 
 # Every stored time is read back as a datetime, so only instants a datetime can hold
 # (years 1 to 9999, UTC) may be stored: one out of range would break every read.
+# Times are stored as float seconds: exact to the microsecond from 1698 to 2241 (under
+# 2**33 seconds from 1970), farther out within a few microseconds (16 by year 9999).
 EARLIEST = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
 END = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp() + 86_400.0  # year 10000 begins
-_LAST = math.nextafter(END, 0.0)  # the latest stored time: year 9999's last moment a float holds
+LATEST = math.nextafter(END, 0.0)  # the latest stored time: year 9999's last moment a float holds
+
+
+def storable(seconds: float) -> bool:
+    """Whether a stored time reads back as a date: the bound writes are checked
+    against, and doctor checks stored rows against.
+
+    >>> storable(LATEST), storable(END)
+    (True, False)
+    """
+    return EARLIEST <= seconds <= LATEST
 
 
 def to_timestamp(value: TimeLike, name: str) -> float:
@@ -55,7 +67,8 @@ def to_timestamp(value: TimeLike, name: str) -> float:
         raise InvalidInputError(
             f"{name} must be a datetime, ISO 8601 text or Unix seconds, not {type(value).__name__}"
         )
-    if not EARLIEST <= seconds < END:
+    # Compared exactly first (an int may be too large for a float), then as stored.
+    if not (EARLIEST <= seconds < END and storable(float(seconds))):
         raise InvalidInputError(
             f"{name}={value!r} is outside the years 1 to 9999 (UTC) that a date can hold; "
             f"pass a time from {EARLIEST:.0f} to {END - 1:.0f} Unix seconds"
@@ -74,7 +87,7 @@ def _utc_seconds(value: datetime) -> float:
             return seconds
         # The last microseconds of year 9999 (``datetime.max``) round up to year
         # 10000 as a float: keep them in year 9999.
-        return _LAST
+        return LATEST
     return seconds
 
 

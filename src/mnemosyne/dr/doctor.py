@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..core.timeutil import EARLIEST, END
+from ..core.timeutil import EARLIEST, LATEST
 from ..core.validation import expand_user
 from ..errors import InvalidInputError, ReadOnlyDatabaseError, StorageError
 from ..models import DoctorCheck, DoctorReport
@@ -166,12 +166,13 @@ def _rows(conn: sqlite3.Connection) -> DoctorCheck:
     if bad:
         return DoctorCheck("rows", False, f"{bad} of {total} memories have unreadable metadata")
     # Versions before times were range-checked could store one a date cannot hold,
-    # which then breaks every read of its row.
+    # which then breaks every read of its row. The bound is the one every write is
+    # checked against (timeutil.storable): a time accepted is never called damaged.
     present = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}  # older schemas lack some
     columns = [column for column in _TIME_COLUMNS if column in present]
     times = " OR ".join(f"NOT ({column} IS NULL OR {column} BETWEEN ? AND ?)" for column in columns)
     outside = [row[0] for row in conn.execute(
-        f"SELECT id FROM memories WHERE {times} LIMIT 6", [EARLIEST, END - 1] * len(columns)
+        f"SELECT id FROM memories WHERE {times} LIMIT 6", [EARLIEST, LATEST] * len(columns)
     )]
     if outside:
         shown = ", ".join(outside[:5]) + (", ..." if len(outside) > 5 else "")
