@@ -68,22 +68,3 @@ def test_words_and_meaning_together_beat_either_alone():
     dense = [(2, 0.70), (3, 0.72), (1, 0.40)]
     ranked = fuse(lexical, dense, {key: candidate() for key in (1, 2, 3)}, NOW)
     assert [r.key for r in ranked] == [2, 1, 3]
-
-
-def test_a_neighbours_credit_fades_with_its_time_from_the_match():
-    # One match by words (1); events only its context window matched: a reply 30 s
-    # later (2), log entries 10 and 30 minutes later (3, 4); and a memory elsewhere
-    # found by meaning alone (5).
-    at = {1: NOW - 7200, 2: NOW - 7170, 3: NOW - 6600, 4: NOW - 5400, 5: NOW - 86_400}
-    candidates = {key: Candidate(importance=0.5, created_at=t, session_id="log") for key, t in at.items()}
-    lexical = {"content": [(1, 9.0)], "context": [(1, 8.0), (2, 8.5), (3, 8.5), (4, 8.5)]}
-    dense = [(5, 0.55), (1, 0.6), (2, 0.1), (3, 0.1), (4, 0.1)]
-    ranked = fuse(lexical, dense, candidates, NOW, stretch=False)
-    explained = {r.key: r.components for r in ranked}
-    assert explained[2]["context"] == pytest.approx(1.0, abs=0.05)  # said a moment after: kept
-    assert explained[3]["context"] < 0.5 * explained[2]["context"]
-    assert explained[4]["context"] == pytest.approx(0.1)  # the floor
-    assert [r.key for r in ranked][:3] == [1, 2, 5]  # the memory that means it, above the log's next entries
-    # A neighbour that holds a query word itself keeps all its credit, however far.
-    lexical["content"].append((4, 3.0))
-    assert {r.key: r.components for r in fuse(lexical, dense, candidates, NOW, stretch=False)}[4]["context"] == 1.0

@@ -51,17 +51,6 @@ class Weights:
     episode_match: float = 0.2    # how much of the query the event's whole episode matches
     episode: float = 0.3          # share of the best score among events of the same episode
     episode_gap_s: float = 3600.0 # events further apart than this are different episodes
-    # What a memory that matches nothing by itself (no query word, and less than
-    # matched_dense by meaning) takes from its neighbours (context, episode_match,
-    # episode) fades with its time from the episode's best match: to neighbour_floor
-    # after neighbour_fade_s. A reply said a moment after a question is about it; a
-    # log's next entry, minutes later, seldom is. Measured on a coding agent's and an
-    # assistant's logs (events minutes apart): results in the top 3 that matched
-    # nothing by themselves 39 → 21 of 330, right answer in the top 3 103 → 104 of
-    # 110. LoCoMo and LongMemEval date each session's turns alike: unchanged there.
-    matched_dense: float = 0.2
-    neighbour_fade_s: float = 900.0
-    neighbour_floor: float = 0.1
     importance: float = 0.2       # multiplier span for importance 0..1
     recency: float = 0.05         # bonus for fresh memories, halving every half-life
     recency_half_life_days: float = 30.0
@@ -190,15 +179,10 @@ def fuse(
     episode_evidence = _per_episode(episodes, lexical_evidence, sum)
     most_evidence = max(episode_evidence.values(), default=0.0) or 1.0
     signals["episode_match"] = {key: episode_evidence[key] / most_evidence for key in candidates}
-    nearness = _nearness(episodes, signals, candidates, weights, listing)
-    for name in ("context", "episode_match"):
-        signals[name] = {key: value * nearness.get(key, 1.0) for key, value in signals[name].items()}
     relevance = _relevance(signals, candidates, weights)
     best_overall = max(relevance.values(), default=0.0) or 1.0
     episode_best = _per_episode(episodes, relevance, max)
-    episode = {
-        key: weights.episode * best / best_overall * nearness.get(key, 1.0) for key, best in episode_best.items()
-    }
+    episode = {key: weights.episode * best / best_overall for key, best in episode_best.items()}
     scores = {}
     for key, candidate in candidates.items():
         # Found by meaning alone, and not close: not a result. (A candidate that a
@@ -283,25 +267,6 @@ def _relevance(
                 if key in total:
                     total[key] += weight * value
     return total
-
-
-def _nearness(
-    episodes: list[list[int]], signals: Mapping[str, Mapping[int, float]], candidates: Mapping[int, Candidate],
-    weights: Weights, listing: Collection[int],
-) -> dict[int, float]:
-    """How much of their neighbours' credit the candidates that match nothing by
-    themselves keep (the others, and a listing's, keep all of it): less the further
-    they are in time from their episode's best match by its own words and meaning."""
-    content, dense = signals["content"], signals["dense"]
-    own = {key: content.get(key, 0.0) + dense.get(key, 0.0) for key in candidates}
-    nearness = {}
-    for episode in episodes:
-        anchor = candidates[max(episode, key=own.__getitem__)].created_at
-        for key in episode:
-            if content.get(key, 0.0) == 0 and dense.get(key, 0.0) < weights.matched_dense and key not in listing:
-                apart = abs(candidates[key].created_at - anchor)
-                nearness[key] = max(weights.neighbour_floor, 1 - apart / weights.neighbour_fade_s)
-    return nearness
 
 
 def _episodes(candidates: Mapping[int, Candidate], gap: float) -> list[list[int]]:
