@@ -174,6 +174,19 @@ def test_a_value_said_again_after_sleep_replaced_it_is_stored_as_current(mem: Mn
     assert [m.content for m in mem.recall("deploy window", top_k=1)] == ["The deploy window is Friday evening."]
 
 
+def test_a_retry_after_sleep_merged_the_first_attempt_returns_it(mem: Mnemosyne):
+    # Condensed, it still stands for itself through the copy kept: a retry (or a
+    # replayed history) is no new copy for every later sleep to fold in again.
+    kept = mem.remember("The staging server crashed during the billing deploy")
+    again = mem.remember("Reminder: the staging server crashed during the billing deploy")
+    for _ in range(3):
+        mem.sleep()
+        assert mem.get(again).status == "consolidated"
+        assert mem.remember("Reminder: the staging server crashed during the billing deploy") == again
+    assert mem.get_stats().total == 2
+    assert mem.get(kept).status == "active"
+
+
 def test_the_window_is_configurable(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0.2) as mem:
         first = mem.remember("heartbeat ok")

@@ -48,14 +48,15 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
         # A session write repeats a global memory of its own session too: sleep may
         # have made its first copy global since (it is important). Its session still
         # sees that copy, and nothing the write says is private.
-        # Only a memory that stands as it is: one sleep found replaced by a newer
-        # value ("Friday", then "Tuesday", then "Friday" again) is said anew, and
-        # one condensed into another is said apart from it.
+        # Not a value sleep found replaced by a newer one: "Friday", then "Tuesday",
+        # then "Friday" again is a change back, said anew. One sleep condensed (into
+        # a summary, or a copy it kept) is still what stands for it: a replayed
+        # history or a retry repeats it, and adds no copy for the next sleep.
         # Only the content hash may pick the index ("+" keeps the others from it):
         # "episode_id IS NULL" would otherwise walk every memory outside an episode.
         rows = conn.execute(
             "SELECT id, content FROM memories WHERE content_hash = ? AND +session_id = ? "
-            "AND (+scope = ? OR (? = 'session' AND +scope = 'global')) AND +status = 'active' "
+            "AND (+scope = ? OR (? = 'session' AND +scope = 'global')) AND +status <> 'superseded' "
             "AND +kind = ? AND +recorded_at >= ? AND +source = ? AND +importance = ? "
             "AND +metadata = ? AND +valid_until IS ? AND +episode_id IS ? "
             "AND (+created_at = ? OR (? AND +created_at = recorded_at)) ORDER BY recorded_at DESC",
