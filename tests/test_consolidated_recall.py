@@ -405,3 +405,23 @@ def test_a_summary_says_what_it_still_covers_once_an_event_is_forgotten(mem: Mne
     mem.forget(ids[0])
     mem.forget(ids[2])
     assert mem.get(summary.id).content == "(the events this summary quoted were forgotten)"
+
+
+@pytest.mark.parametrize("change", ["forget", "update"])
+def test_a_quote_given_its_own_full_stop_goes_with_the_event(mem: Mnemosyne, change: str):
+    # A summary ends each quote with a full stop; the event's own text has none. Every
+    # word of it is said elsewhere in the episode, so only the quote itself can tell.
+    texts = ["The deploy of billing failed on staging", "Alice approved the billing deploy budget",
+             "Alice and the billing team will redo the deploy on staging",
+             "The budget for the billing deploy is approved"]
+    ids = [mem.remember(text, created_at=OLD + i * 60) for i, text in enumerate(texts)]
+    mem.sleep()
+    (episode,) = mem.episodes()
+    assert episode.summary is not None and "Alice approved the billing deploy budget." in episode.summary.content
+    if change == "forget":
+        mem.forget(ids[1])
+    else:
+        mem.update(ids[1], content="Alice rejected the billing deploy budget")
+    (episode,) = mem.episodes()
+    assert episode.summary is not None and "Alice approved" not in episode.summary.content
+    assert "The deploy of billing failed on staging." in episode.summary.content

@@ -74,7 +74,7 @@ def extractive_summary(
         # Each quote ends its own sentence: one without a final stop would run into the
         # next, and words across the two ("...then the deploy" "Failed checks...")
         # could read as a quote of a third event ("The deploy failed").
-        sentence = best[2] if _ENDED.search(best[2]) else best[2] + "."
+        sentence = _quoted(best[2])
         if used + len(sentence) > budget:
             if not chosen:
                 chosen.append((best[0], best[1], _cut(best[2], budget)))
@@ -84,6 +84,17 @@ def extractive_summary(
     chosen.sort(key=lambda item: item[1])
     body = " ".join(text for _, _, text in chosen)
     return Extract(text=(header + body)[:max_chars], quoted=tuple(sorted({s for s, _, _ in chosen})))
+
+
+def _quoted(sentence: str) -> str:
+    """``sentence`` as a summary quotes it: ending its own sentence."""
+    return sentence if _ENDED.search(sentence) else sentence + "."
+
+
+def _as_quoted(sentences: Sequence[str]) -> list[str]:
+    """``sentences`` as summaries may quote them: as they are (those made before each
+    quote got its own stop), and as :func:`_quoted` writes them."""
+    return [form for sentence in sentences for form in dict.fromkeys((sentence, _quoted(sentence)))]
 
 
 def summary_header(name: str, events: int, start: float, end: float) -> str:
@@ -121,8 +132,8 @@ def without_quotes_of(summary: str, forgotten: str, others: Sequence[str] = ()) 
     'ops: Deploy started. Deploy done.'
     """
     header, body = split_header(summary)
-    gone = split_sentences(forgotten)
-    kept_sentences = [sentence for text in others for sentence in split_sentences(text)]
+    gone = _as_quoted(split_sentences(forgotten))
+    kept_sentences = _as_quoted([sentence for text in others for sentence in split_sentences(text)])
     # A summariser may have reworded the text, or set it out as "- <sentence>": a
     # sentence holding a word that only the forgotten text has goes as well.
     own_words = set(tokenize(forgotten)) - STOPWORDS - {w for text in others for w in tokenize(text)}
