@@ -20,11 +20,22 @@ EMBEDDERS = pytest.mark.parametrize("embedder", [HashEmbedder(), "none"], ids=["
 
 
 def test_a_word_the_index_splits_is_also_a_phrase():
-    assert lexical.query_phrases("deployed v1.7.7 to production") == ["v1 7 7"]
-    assert lexical.search_terms("deployed v1.7.7 to production") == ["deployed", "v1", "7", "production", "v1 7 7"]
+    assert lexical.query_phrases("deployed v1.7.7 to production") == ["v1 7 7", "1 7 7"]
+    assert lexical.search_terms("deployed v1.7.7 to production") == [
+        "deployed", "v1", "7", "production", "v1 7 7", "1 7 7"]
     assert lexical.query_phrases("10.0.0.5 main.scss foo_bar 2026-04-09 e-mail v1.7.7 v1.7.7") == [
-        "10 0 0 5", "main scss", "foo bar", "2026 04 09", "e mail", "v1 7 7"]
-    assert lexical.fts_query("v2.2.2") == '"v2" OR "2" OR "v2 2 2"'
+        "10 0 0 5", "main scss", "foo bar", "2026 04 09", "e mail", "v1 7 7", "1 7 7"]
+    assert lexical.fts_query("v2.2.2") == '"v2" OR "2" OR "v2 2 2" OR "2 2 2"'
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "stored"), [("2.4.0", "v2.4.0"), ("v2.4.0", "2.4.0"), ("(v3.1)", "3.1")])
+def test_a_version_is_found_written_with_or_without_its_v(tmp_path: Path, embedder: object, query: str, stored: str):
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([f"Released {version} to the beta channel." for version in (
+            "v2.4.1", "v2.40", "v4.2.0", "2.4.10", "v3.1.1", "3.10", "v0.2.4")])
+        wanted = mem.remember(f"Released {stored} to the beta channel.")
+        assert mem.recall(f"what changed in {query}", top_k=1, now=NOW)[0].id == wanted
 
 
 def test_a_word_that_splits_off_only_stopwords_is_no_phrase():

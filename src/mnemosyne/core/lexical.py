@@ -128,17 +128,33 @@ def topic_words(tokens: Iterable[str]) -> list[str]:
 def query_phrases(text: str) -> list[str]:
     """Each word of ``text`` (between spaces) that the index splits into several
     tokens, as the phrase of those tokens: "v1.7.7" as "v1 7 7", and "10.0.0.5",
-    "main.scss", "foo_bar", "2026-04-09", "e-mail".
+    "main.scss", "foo_bar", "2026-04-09", "e-mail". A version number is searched as
+    written both ways: "1.7.7" as "1 7 7" and "v1 7 7".
 
     Its tokens alone say little: v1.7.11 holds "v1" and "7" too, and a word's tokens
     count once in a query. The phrase matches the word itself, and BM25 weighs a
     rare phrase high. A word splitting off only stopwords ("Priya's", "don't") is no
     phrase: it means what its one token does.
     """
-    phrases = (tokenize(word) for word in text.split())
+    words = [form for word in text.split() for form in _written_forms(word)]
+    phrases = (tokenize(word) for word in words)
     return list(dict.fromkeys(
         " ".join(tokens) for tokens in phrases if sum(token not in STOPWORDS for token in tokens) > 1
     ))
+
+
+# A version number, written with or without its "v" ("2.4.0", "v2.4"; not an address).
+_VERSION = re.compile(r"[vV]?(\d+\.\d+(?:\.\d+)?)")
+
+
+def _written_forms(word: str) -> tuple[str, ...]:
+    """``word``, and a version number also as the other way it is written: "2.4.0"
+    and "v2.4.0" name one release, and the index splits them into other tokens."""
+    match = _VERSION.fullmatch(word.strip(".,;:!?()[]\"'"))
+    if match is None:
+        return (word,)
+    bare = match.group(1)
+    return (word, "v" + bare if word.lstrip("(['\"")[:1] not in "vV" else bare)
 
 
 def search_terms(text: str) -> list[str]:
