@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Mnemosyne
+from mnemosyne.core import lexical
 from mnemosyne.core.temporal import asks_only_when, named_time, without_counts_back, without_times
 from mnemosyne.testing import HashEmbedder
 
@@ -115,6 +116,45 @@ def test_a_pronoun_names_its_chat_role_at_a_time(tmp_path: Path, embedder, query
         found = mem.recall(query, now=NOW, explain=True)
         assert [m.content for m in found] == expected
         assert all(m.explanation["named_source"] == 1.0 for m in found)
+
+
+@EMBEDDERS
+@pytest.mark.parametrize("query", [
+    "what was I told yesterday", "what was said to me yesterday", "what did they tell me yesterday",
+    "any messages for me yesterday", "what did you and I say yesterday", "tell me what happened yesterday",
+])
+def test_a_pronoun_spoken_to_or_with_another_lists_everyone_at_that_time(tmp_path: Path, embedder, query: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([
+            {"content": "Can you check the deploy logs?", "source": "user", "created_at": at(12, 9)},
+            {"content": "The deploy logs show a timeout in payments.", "source": "assistant", "created_at": at(12, 10)},
+            {"content": "Please open a ticket.", "source": "user", "created_at": at(12, 11)},
+            {"content": "Opened ticket PAY-77 for the timeout.", "source": "assistant", "created_at": at(12, 12)},
+            {"content": "Good morning!", "source": "user", "created_at": at(13, 8)},
+        ])
+        found = mem.recall(query, now=NOW, explain=True)
+        # Newest first: the pronoun favours neither side.
+        assert [m.created_at.hour for m in found] == [12, 11, 10, 9]
+        assert all(m.explanation["named_source"] == 0.0 for m in found)
+
+
+@pytest.mark.parametrize(("query", "role"), [
+    ("what did I say on Monday", "user"),
+    ("what I told you yesterday", "user"),
+    ("remind me what I said", "user"),
+    ("what did you tell me", "assistant"),
+    ("what have you just said", "assistant"),
+    ("what was I told", None),
+    ("were you asked anything", None),
+    ("what did they tell me", None),
+    ("any messages for me", None),
+    ("my messages", None),  # maybe those received
+    ("what did you and I say", None),
+    ("what did Sam and I say", None),
+    ("what did I say and what did you reply", None),
+])
+def test_the_chat_role_is_the_pronoun_that_speaks(query: str, role: str | None):
+    assert lexical.chat_role(query) == role
 
 
 @EMBEDDERS

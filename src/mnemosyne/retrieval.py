@@ -80,11 +80,13 @@ def search(
     only_when = window is not None and asks_only_when(query)
     # One about nothing but who said it (and when: "what did ci-bot say yesterday")
     # by what that source said (then), listed alike: not by what others said of it.
-    # A pronoun names a chat role: "what did I tell you yesterday" asks what the user said.
+    # A pronoun that speaks names a chat role: "what did I tell you yesterday" asks
+    # what the user said; "what was I told yesterday" names no one.
     role = lexical.chat_role(query)
     speakers = () if only_when and role is None else _sources_asked_for(store, query, window, filters, role)
-    if window is not None and not speakers and role is not None and not only_when:
-        # "What did I say on Monday" where no memory is the user's: Monday's memories.
+    if window is not None and not speakers and not only_when and lexical.in_person(query):
+        # "What did I say on Monday" where no memory is the user's, "any messages for
+        # me yesterday", "what did you and I say yesterday": that time's memories.
         only_when = _asks_nothing_else(query, [], window)
     redirect = filters.statuses == ("active",)
     if speakers:
@@ -216,7 +218,9 @@ def search(
             embedded_now = _similarities_now(store, slot, query_vector, [*found_by_words, *waiting])
             # Its neighbours' vectors are not indexed with it: its window is itself.
             dense_hits, dense_window_hits = [*dense_hits, *embedded_now], [*dense_window_hits, *embedded_now]
-        naming = lexical.source_terms(query)
+        # A listing is in its memories' own order: a pronoun favours no one there ("what
+        # was I told yesterday"); one that speaks lists its role's alone.
+        naming = lexical.source_terms(query, pronouns=not listing)
         candidates = {
             seq: Candidate(
                 importance=row["importance"],

@@ -59,6 +59,17 @@ SPEECH_WORDS = frozenset(
     posted message messages note notes ask asks asked reply replies replied send sends sent mention mentions
     mentioned anything everything""".split()
 )
+# The pronouns that say something as its subject ("what did I say", "what you told
+# me"), the verbs they say it with, and the words that may come between ("what did
+# you just say").
+_SPEAKING_ROLES = {"i": "user", "you": "assistant"}
+_SAYING = SPEECH_WORDS - {"message", "messages", "anything", "everything"}
+_BY_THE_WAY = frozenset({"just", "ever", "already", "also", "actually", "really", "last", "first", "then", "once",
+                         "never", "not", "earlier", "previously", "recently"})
+# After these a pronoun is spoken to ("what was I told", "were you asked") or is one
+# of several who spoke ("what did Sam and I say").
+_NOT_SPEAKING_AFTER = frozenset({"was", "were", "am", "is", "are", "be", "been", "being", "get", "gets", "got",
+                                 "getting", "and", "or", "nor"})
 # A question asking where, when, why, how or who asks about something a source said,
 # not for all it said: "where was John in August", "when did ci-bot report".
 _ABOUT_WHAT_WAS_SAID = frozenset({"where", "when", "why", "how", "who", "whom", "whose", "while"})
@@ -163,11 +174,13 @@ def search_terms(text: str) -> list[str]:
     return [*query_terms(text), *query_phrases(text)]
 
 
-def source_terms(text: str) -> set[str]:
-    """Terms that can name a memory's source: the topic terms plus the chat role a
-    pronoun points at."""
+def source_terms(text: str, pronouns: bool = True) -> set[str]:
+    """Terms that can name a memory's source: the topic terms plus (with ``pronouns``)
+    the chat role a pronoun points at."""
     tokens = set(tokenize(text))
     terms = set(query_terms(text))
+    if not pronouns:
+        return terms
     if tokens & _FIRST_PERSON:
         terms.add("user")
     if tokens & _SECOND_PERSON:
@@ -175,20 +188,33 @@ def source_terms(text: str) -> set[str]:
     return terms
 
 
+def in_person(text: str) -> bool:
+    """Whether ``text`` speaks of the user or the assistant: holds "I", "me", "you",
+    "your"..."""
+    return not (_FIRST_PERSON | _SECOND_PERSON).isdisjoint(tokenize(text))
+
+
 def chat_role(text: str) -> str | None:
-    """The chat role a query's first personal pronoun names: "user" for "I", "me",
-    "my"..., "assistant" for "you", "your"... ("what did I tell you" asks what the
-    user said). None without one.
+    """The chat role a query names as the one who spoke: "user" when "I" is what
+    says ("what did I say", "what I told you"), "assistant" when "you" is ("what
+    did you tell me"). None when neither speaks, or both do, or with others ("what
+    did you and I say", "what did Sam and I say"); a pronoun spoken to or of names
+    no one ("what was I told", "messages for me", "what did they tell me", and "my
+    messages", which may be the ones received).
 
     >>> chat_role("what did you tell me")
     'assistant'
     """
-    for token in tokenize(text):
-        if token in _FIRST_PERSON:
-            return "user"
-        if token in _SECOND_PERSON:
-            return "assistant"
-    return None
+    tokens = tokenize(text)
+    speakers: set[str] = set()
+    for at, token in enumerate(tokens):
+        role = _SPEAKING_ROLES.get(token)
+        if role is None or (at and tokens[at - 1] in _NOT_SPEAKING_AFTER):
+            continue
+        verb = next((later for later in tokens[at + 1:] if later not in _BY_THE_WAY), None)
+        if verb in _SAYING:
+            speakers.add(role)
+    return speakers.pop() if len(speakers) == 1 else None
 
 
 def index_sources(sources: Iterable[str]) -> SourceIndex:
