@@ -36,6 +36,9 @@ def at(day: int, hour: int = 0, minute: int = 0) -> datetime:
     ("what happened last Thursday night", (at(12), at(13, 6)), (at(12, 18), at(13, 6))),
     ("what happened yesterday morning", (at(12), at(13)), (at(12, 5), at(12, 12))),
     ("what happened this afternoon", (at(13), at(14)), (at(13, 12), at(13, 18))),
+    # Last night: yesterday's; its span also holds the day before and all of today.
+    ("what happened last night", (at(12), at(14)), (at(12, 18), at(13, 6))),
+    ("what happened tonight", (at(13), at(14, 6)), (at(13, 18), at(14, 6))),
 ])
 def test_a_listing_keeps_to_the_time_a_query_names(query: str, span: tuple, named: tuple):
     found = named_time(query, NOW)
@@ -94,6 +97,24 @@ def test_a_weekday_with_a_part_of_the_day_lists_that_part(tmp_path: Path, embedd
             {"content": "Reviewed the morning and afternoon on-call rota.", "created_at": at(2, 12)},
         ])
         assert [m.content for m in mem.recall(query, now=NOW)] == expected
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "now", "expected"), [
+    ("what did I say last night", at(13, 16), ["Can't sleep, reading.", "Watching a movie."]),
+    ("what happened last night", at(13, 16), ["Can't sleep, reading.", "Watching a movie."]),
+    ("what happened tonight", at(13, 23), ["Ordered a pizza."]),
+    # Before the night ends at 6, "tonight" is the one under way.
+    ("what happened tonight", at(13, 2), ["Can't sleep, reading.", "Watching a movie."]),
+])
+def test_last_night_and_tonight_list_the_night(tmp_path: Path, embedder, query: str, now: datetime,
+                                               expected: list[str]):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many({"content": content, "source": "user", "created_at": created_at} for content, created_at in [
+            ("Coffee before work.", at(12, 7)), ("Standup ran long.", at(12, 14)), ("Watching a movie.", at(12, 22)),
+            ("Can't sleep, reading.", at(13, 1)), ("Went to the gym.", at(13, 10)), ("Ordered a pizza.", at(13, 19)),
+        ])
+        assert [m.content for m in mem.recall(query, now=now)] == expected
 
 
 @EMBEDDERS

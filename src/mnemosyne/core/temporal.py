@@ -253,9 +253,15 @@ def _relative_day(text: str, now: datetime) -> Span | NamedTime | None:
         return _part_of(today - 2 * DAY, _part_after("day before yesterday", text))
     if "yesterday" in text:
         return _part_of(today - DAY, _part_after("yesterday", text))
-    if "last night" in text:  # the evening before, or the hours past midnight
-        return today - DAY, today + DAY
-    if match := re.search(r"\b(?:today|tonight|this (morning|afternoon|evening))\b", text):
+    if "last night" in text:
+        # Yesterday's night; a topical question also searches the evening before and
+        # all of today, when it may have been told about.
+        return NamedTime((today - DAY, today + DAY), _hours_of(today - DAY, "night"))
+    if re.search(r"\btonight\b", text):
+        # Today's night, or before it ends (at 6 in the morning) the one under way.
+        ends = today + timedelta(hours=_PARTS_OF_DAY["night"][1] - 24)
+        return _part_of(today - DAY if now < ends else today, "night")
+    if match := re.search(r"\b(?:today|this (morning|afternoon|evening))\b", text):
         return _part_of(today, match.group(1) or _part_after("today", text))
     if match := _WEEKDAY.search(text):
         weekday = _WEEKDAY_NUMBERS[match.group(2) or match.group(4)]
@@ -286,9 +292,14 @@ def _part_of(day: datetime, part: str | None) -> Span | NamedTime:
     whole day (and a night's early hours), a listing keeps to the part."""
     if part is None:
         return day, day + DAY
-    start, end = _PARTS_OF_DAY[part]
-    named = day + timedelta(hours=start), day + timedelta(hours=end)
+    named = _hours_of(day, part)
     return NamedTime((day, max(day + DAY, named[1])), named)
+
+
+def _hours_of(day: datetime, part: str) -> Span:
+    """The hours of ``day`` that ``part`` of it names (a night's run into the next)."""
+    start, end = _PARTS_OF_DAY[part]
+    return day + timedelta(hours=start), day + timedelta(hours=end)
 
 
 def _relative_span(text: str, now: datetime) -> Span | NamedTime | None:
