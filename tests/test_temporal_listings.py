@@ -39,6 +39,11 @@ def at(day: int, hour: int = 0, minute: int = 0) -> datetime:
     # Last night: yesterday's; its span also holds the day before and all of today.
     ("what happened last night", (at(12), at(14)), (at(12, 18), at(13, 6))),
     ("what happened tonight", (at(13), at(14, 6)), (at(13, 18), at(14, 6))),
+    # A bare weekday with a part of the day: the latest such part begun, today's included.
+    ("what happened Friday afternoon", (at(13), at(14)), (at(13, 12), at(13, 18))),
+    ("what happened Friday evening", (at(6), at(7)), (at(6, 18), at(7))),  # not yet begun
+    ("what happened last Friday afternoon", (at(6), at(7)), (at(6, 12), at(6, 18))),
+    ("what happened on Friday afternoon", (at(6), at(7)), (at(6, 12), at(6, 18))),
 ])
 def test_a_listing_keeps_to_the_time_a_query_names(query: str, span: tuple, named: tuple):
     found = named_time(query, NOW)
@@ -95,6 +100,22 @@ def test_a_weekday_with_a_part_of_the_day_lists_that_part(tmp_path: Path, embedd
             {"content": "Fixed the migration with IF NOT EXISTS.", "created_at": at(10, 15, 20)},
             {"content": "Switched every service to Postgres 16.", "created_at": at(11, 19, 40)},
             {"content": "Reviewed the morning and afternoon on-call rota.", "created_at": at(2, 12)},
+        ])
+        assert [m.content for m in mem.recall(query, now=NOW)] == expected
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "expected"), [
+    ("what happened Friday afternoon", ["Demoed the new search page."]),
+    ("what did I say Friday morning", ["Booked the meeting room."]),
+    ("what happened last Friday afternoon", ["Demoed the old search page."]),
+])
+def test_a_bare_weekday_and_part_said_that_day_is_todays_once_begun(tmp_path: Path, embedder, query: str,
+                                                                    expected: list[str]):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many({"content": content, "source": "user", "created_at": created_at} for content, created_at in [
+            ("Demoed the old search page.", at(6, 14)), ("Booked the meeting room.", at(13, 9)),
+            ("Demoed the new search page.", at(13, 14)),
         ])
         assert [m.content for m in mem.recall(query, now=NOW)] == expected
 

@@ -270,6 +270,8 @@ def _relative_day(text: str, now: datetime) -> Span | NamedTime | None:
             return _part_of(today + (weekday - today.weekday()) * DAY, part)
         # The latest such day before today: on a Friday, "last Friday" is a week ago.
         back = (today.weekday() - weekday - 1) % 7 + 1
+        if match.group(4) and back == 7 and now >= _hours_of(today, part)[0]:
+            back = 0  # but a bare "Friday afternoon" is the latest begun: on a Friday evening, today's
         return _part_of(today - back * DAY, part)
     if match := _WEEKEND.search(text):
         # "last weekend" ended before this week began; "this weekend" is this week's,
