@@ -278,6 +278,31 @@ def test_memories_stored_while_the_model_failed_get_vectors_once_it_is_back(tmp_
         assert vectors_in(db) == 5
 
 
+def test_a_backfill_a_session_started_outlives_that_session(tmp_path: Path, monkeypatch):
+    import time
+
+    from mnemosyne import embedding
+
+    # A server's sessions share one database and one backfill pass: closing the
+    # session whose write found the model back (evicted, say) must not end it.
+    monkeypatch.setattr(embedding, "RETRY_AFTER_S", 0.0)
+    db = tmp_path / "m.db"
+    flaky = FlakyEmbedder(64)
+    with Mnemosyne(session_id="server", db_path=db, embedder=flaky) as base:
+        writer = base._for_session("writer")
+        writer.remember_many([f"note {i} stored while the model was down" for i in range(300)])
+        flaky.down = False
+        writer.remember("the first write after it is back")  # starts the pass
+        writer.close()
+        deadline = time.monotonic() + 30
+        while vectors_in(db) < 301 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert vectors_in(db) == 301
+        again = base._for_session("writer")
+        assert again.recall("note 7 stored", top_k=1, explain=True)[0].explanation["dense"] > 0
+        again.close()
+
+
 def test_stats_name_the_embedder_another_process_switched_to(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as long_lived:

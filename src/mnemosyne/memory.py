@@ -141,20 +141,22 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         except BaseException:
             store.close()
             raise
-        self._start(store, slot, gap, policy, idle, owns_store=True)
+        self._start(store, slot, gap, policy, idle, backfill=None)
         if self._auto_backfill:
             self._backfill.start()
 
     def _start(
         self, store: SQLiteStore, slot: embedding.EmbedderSlot, gap: float, policy: SleepPolicy, idle: float | None,
-        owns_store: bool,
+        backfill: Backfill | None,
     ) -> None:
-        self._store, self._owns_store = store, owns_store
+        """Take up ``store`` and the model in ``slot``; with ``backfill``, another
+        instance's, which owns all three (see :meth:`_for_session`)."""
+        self._store, self._owns_store = store, backfill is None
         self.db_path = Path(store.path)
         self._embedder = slot
         self._init_episodic(gap)
         self._init_sleep(policy, idle)
-        self._backfill = Backfill(store, slot)
+        self._backfill = Backfill(store, slot) if backfill is None else backfill
 
     def _for_session(self, session_id: str) -> Mnemosyne:
         """An instance acting as ``session_id`` over this one's open database.
@@ -162,12 +164,13 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         Its connections, vector index and model are this one's: a server of many
         sessions holds them once, where an instance of its own per session would
         hold a connection per worker thread and a copy of the index each. It never
-        sleeps by itself and leaves backfilling to this one. Close it first.
+        sleeps by itself, and backfills with this one's pass: closing it stops
+        neither. Close it first.
         """
         sibling = Mnemosyne.__new__(Mnemosyne)
         sibling.dedupe_window, sibling._auto_backfill = self.dedupe_window, self._auto_backfill
         sibling.session_id = self._check_own_session(session_id, self.db_path, self._store.busy_timeout)
-        sibling._start(self._store, self._embedder, self.episode_gap, self.sleep_policy, None, owns_store=False)
+        sibling._start(self._store, self._embedder, self.episode_gap, self.sleep_policy, None, self._backfill)
         return sibling
 
     # -- writing --------------------------------------------------------------------
@@ -528,8 +531,8 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     def close(self) -> None:
         """Close the database connections. The instance can't be used afterwards."""
         self._stop_auto_sleep()
-        self._backfill.stop()
         if self._owns_store:
+            self._backfill.stop()
             self._store.close()
 
     def __enter__(self) -> Mnemosyne:
