@@ -211,6 +211,21 @@ def test_an_endpoint_serving_another_size_is_a_failure_not_a_mix(server, tmp_pat
     assert vector_sizes(db) == [16, 16, 16]
 
 
+def test_the_fix_named_for_an_endpoint_given_to_one_object_is_pythons(server, tmp_path: Path, monkeypatch):
+    # The CLI builds "openai:hash" for the endpoint the environment names, not this one.
+    own = OpenAICompatibleEmbedder("hash", base_url=server.url)
+    monkeypatch.setenv("MNEMOSYNE_EMBEDDER_URL", "http://127.0.0.1:9/v1")
+    db = tmp_path / "m.db"
+    with Mnemosyne(db_path=db, embedder=own) as mem:
+        mem.remember("the cat sat on the mat")
+    server.dimension = 16
+    with Mnemosyne(db_path=db, embedder=own) as mem:
+        mem.remember("a zebra crossing")
+        with pytest.raises(EmbedderError, match=r"Mnemosyne\(db_path=PATH\)\.reembed\(your_embedder\)"):
+            mem.backfill_vectors()
+        assert mem.reembed(own) == 2  # and following it works
+
+
 def test_reembed_to_an_endpoint_records_its_real_dimension(server, tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(32)) as mem:

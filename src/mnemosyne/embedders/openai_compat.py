@@ -33,6 +33,12 @@ _INPUT_REFUSED = frozenset({400, 413, 422})
 _MAYBE_INPUT_REFUSED = frozenset({500})
 
 
+def configured_base_url() -> str:
+    """The endpoint an embedder built from a spec ("openai:<model>") calls."""
+    address = os.environ.get("MNEMOSYNE_EMBEDDER_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    return address.rstrip("/")
+
+
 class OpenAICompatibleEmbedder:
     """POSTs to ``{base_url}/embeddings``.
 
@@ -56,10 +62,7 @@ class OpenAICompatibleEmbedder:
         batch_size: int = 128,
     ) -> None:
         self.model = model
-        self.base_url = (
-            base_url or os.environ.get("MNEMOSYNE_EMBEDDER_URL") or os.environ.get("OPENAI_BASE_URL")
-            or DEFAULT_BASE_URL
-        ).rstrip("/")
+        self.base_url = (base_url or configured_base_url()).rstrip("/")
         self.dimension = dimension
         self.timeout = timeout
         self._batch_size = batch_size

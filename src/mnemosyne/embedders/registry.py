@@ -55,9 +55,17 @@ def from_spec(spec: str) -> Embedder | None:
 
 
 def built_here(embedder: Embedder) -> bool:
-    """Whether ``from_spec`` builds ``embedder``'s kind (so its spec builds it again),
-    rather than it being a caller's own object, whatever name it gives itself."""
-    return type(embedder).__module__.startswith(f"{__package__}.")
+    """Whether ``embedder``'s spec builds it again: one of the kinds ``from_spec``
+    builds (not a caller's own object, whatever name it gives itself), calling the
+    endpoint a spec's would (not one given to it alone)."""
+    if not type(embedder).__module__.startswith(f"{__package__}."):
+        return False
+    address = getattr(embedder, "base_url", None)
+    if address is None:
+        return True
+    from .openai_compat import configured_base_url
+
+    return bool(address == configured_base_url())
 
 
 @functools.lru_cache(maxsize=1)
