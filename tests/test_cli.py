@@ -133,7 +133,7 @@ def test_timeline_shows_the_latest_events_and_says_earlier_ones_were_left_out(cl
     done = cli("timeline", "--json")
     assert [m["content"] for m in json.loads(done.stdout)] == [f"event {i}" for i in range(50, 150)]
     notice = json.loads(done.stderr)["notice"]
-    assert "latest 100 events" in notice and "--limit" in notice and "--until 2026-01-01T00:50:00+00:00" in notice
+    assert "latest 100 events" in notice and "--limit" in notice and "--before 2026-01-01T00:50:00+00:00" in notice
     human = cli("timeline", "--limit", "3")
     assert human.stdout.splitlines()[-1].endswith("event 149")
     assert human.stderr.startswith("mnemosyne: these are the latest 3 events; earlier ones were left out")
@@ -142,6 +142,31 @@ def test_timeline_shows_the_latest_events_and_says_earlier_ones_were_left_out(cl
     assert len(json.loads(everything.stdout)) == 150 and everything.stderr == ""
     earlier = cli("timeline", "--until", "2026-01-01T00:50:00+00:00", "--limit", "1000000", "--json")
     assert len(json.loads(earlier.stdout)) == 51 and earlier.stderr == ""
+    earlier = cli("timeline", "--before", "2026-01-01T00:50:00+00:00", "--limit", "1000000", "--json")
+    assert len(json.loads(earlier.stdout)) == 50 and earlier.stderr == ""
+
+
+@pytest.mark.parametrize("limit", ["1", "2"])
+def test_following_the_timeline_notice_back_shows_every_event_once_and_ends(cli: Cli, limit: str) -> None:
+    """Three events at one time straddle a page's edge: the page takes all three."""
+    day = datetime(2026, 1, 1, 10, tzinfo=timezone.utc)
+    with cli.memories() as mem:
+        mem.remember_many([{"content": "early", "created_at": day}]
+                          + [{"content": f"same time {x}", "created_at": day + timedelta(days=1)} for x in "abc"]
+                          + [{"content": "late", "created_at": day + timedelta(days=2)}])
+    pages: list[list[str]] = []
+    args = ["timeline", "--limit", limit, "--json"]
+    while len(pages) < 6:
+        done = cli(*args)
+        pages.append([m["content"] for m in json.loads(done.stdout)])
+        if not done.stderr:
+            break
+        # Do as the notice says: the option and time it names, in place of any given before.
+        flag, value = re.search(r"(--\w+) (\S+) \(the first shown", json.loads(done.stderr)["notice"]).groups()
+        args = ["timeline", "--limit", limit, "--json", flag, value]
+    shown = [content for page in reversed(pages) for content in page]
+    assert shown == ["early", "same time a", "same time b", "same time c", "late"]  # each once, then done
+    assert any({"same time a", "same time b", "same time c"} <= set(page) for page in pages)
 
 
 def test_stats_backup_verify_restore(cli: Cli, tmp_path: Path) -> None:
@@ -280,6 +305,8 @@ def test_an_impossible_port_is_bad_input(cli: Cli) -> None:
     ["remember", "x", "--metadata", '{"a": ' * 150 + "1" + "}" * 150],
     ["timeline", "--limit", "0"],
     ["timeline", "--until", "not-a-date"],
+    ["timeline", "--before", "not-a-date"],
+    ["timeline", "--since", "2026-01-02", "--before", "2026-01-01"],
     ["import", "missing.jsonl"],
     ["import", "{tmp}/not-json.jsonl"],
     ["reembed", "--embedder", "bogus"],

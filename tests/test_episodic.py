@@ -49,8 +49,49 @@ def test_a_limited_timeline_keeps_the_latest_events_in_order(mem: Mnemosyne):
     mem.remember_many([{"content": f"event {i}", "created_at": at(i)} for i in range(150)])
     assert [m.content for m in mem.timeline()] == [f"event {i}" for i in range(50, 150)]
     assert len(mem.timeline(limit=None)) == 150
-    before = mem.timeline(until=at(50), limit=10)  # paging back from the first one shown
-    assert [m.content for m in before] == [f"event {i}" for i in range(41, 51)]
+    until = mem.timeline(until=at(50), limit=10)  # inclusive: the first one shown comes again
+    assert [m.content for m in until] == [f"event {i}" for i in range(41, 51)]
+    before = mem.timeline(before=at(50), limit=10)  # exclusive: the page before it
+    assert [m.content for m in before] == [f"event {i}" for i in range(40, 50)]
+    with pytest.raises(InvalidInputError, match="since is after before"):
+        mem.timeline(since=at(9), before=at(1))
+
+
+def page_back(mem: Mnemosyne, limit: int) -> list[list[str]]:
+    """Every page from the latest back, each read with ``before`` = the last page's first."""
+    pages: list[list[str]] = []
+    before = None
+    while len(pages) < 20:
+        page = mem.timeline(limit=limit, before=before)
+        if not page:
+            return pages
+        pages.append([m.content for m in page])
+        before = page[0].created_at
+    raise AssertionError(f"paging back does not end: {pages}")
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_paging_back_with_before_meets_every_event_once_and_ends(mem: Mnemosyne, limit: int):
+    """A page never splits the events of one instant (to the microsecond, as times are
+    returned): three at one time, two less than a microsecond apart, and, in 2106,
+    where a float's step is near a microsecond, events a microsecond apart."""
+    t = 1_700_000_000.1234567
+    far = 4_294_979_641.0  # 2106-02-07
+    mem.remember_many(
+        [{"content": "early", "created_at": at(0)}]
+        + [{"content": f"same time {x}", "created_at": at(10)} for x in "abc"]
+        + [{"content": "late", "created_at": at(20)}, {"content": "later", "created_at": at(30)}]
+        + [{"content": "below the microsecond", "created_at": t}, {"content": "just after", "created_at": t + 0.2e-6}]
+        + [{"content": f"2106 +{n}", "created_at": far + int(n[0]) * 1e-6} for n in ("0", "1a", "1b", "2", "3")]
+    )
+    pages = page_back(mem, limit)
+    seen = [content for page in pages for content in page]
+    assert sorted(seen) == sorted(m.content for m in mem.timeline(limit=None))  # each once
+    assert [c for page in reversed(pages) for c in page] == [m.content for m in mem.timeline(limit=None)]
+    for instant in [{"same time a", "same time b", "same time c"}, {"below the microsecond", "just after"},
+                    {"2106 +1a", "2106 +1b"}]:  # on one page, even past the limit
+        assert any(instant <= set(page) for page in pages), pages
+    assert max(len(page) for page in pages) <= limit + 2  # the limit, and the rest of one instant
 
 
 def test_episodes_split_at_gaps_and_by_explicit_blocks(mem: Mnemosyne):

@@ -187,6 +187,26 @@ def test_timeline_and_sleep_through_the_table(sessions: Sessions):
     assert call_tool(sessions, "stats", {})["last_sleep_at"] is not None
 
 
+@pytest.mark.parametrize("limit", [1, 2])
+def test_paging_the_timeline_back_with_next_before_meets_every_event_once(sessions: Sessions, limit: int):
+    call_tool(sessions, "remember", {"content": "early", "created_at": "2026-01-01T10:00:00Z"})
+    for x in "abc":
+        call_tool(sessions, "remember", {"content": f"same time {x}", "created_at": "2026-01-02T10:00:00Z"})
+    call_tool(sessions, "remember", {"content": "late", "created_at": "2026-01-03T10:00:00Z"})
+    pages, arguments = [], {"limit": limit}
+    while len(pages) < 6:
+        result = call_tool(sessions, "timeline", arguments)
+        pages.append([m["content"] for m in result["memories"]])
+        assert result["count"] == len(pages[-1])
+        if not result["earlier_left_out"]:
+            assert result["next_before"] is None
+            break
+        arguments = {"limit": limit, "before": result["next_before"]}
+    shown = [content for page in reversed(pages) for content in page]
+    assert shown == ["early", "same time a", "same time b", "same time c", "late"]  # each once, then done
+    assert any({"same time a", "same time b", "same time c"} <= set(page) for page in pages)
+
+
 def test_sessions_past_the_cap_are_closed_and_reopened_unharmed(tmp_path: Path):
     sessions = Sessions(tmp_path / "memories.db", max_open=3)
     try:

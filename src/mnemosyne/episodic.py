@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .core.episodes import AUTO_PREFIX, split_episodes
 from .core.ids import new_id
-from .core.timeutil import TimeLike, from_timestamp, now, time_range
+from .core.timeutil import TimeLike, first_stored_at, from_timestamp, now, time_before, time_range
 from .core.validation import MAX_CONTEXT, check_label, check_limit, check_seconds, check_session_id, check_whole
 from .errors import MnemosyneError
 from .models import Episode, Memory
@@ -107,21 +107,47 @@ class EpisodicMixin:
         since: TimeLike | None = None,
         until: TimeLike | None = None,
         limit: int | None = 100,
+        before: TimeLike | None = None,
     ) -> list[Memory]:
         """A session's events (default: this one) in the order they happened: the
         latest ``limit`` of them (None: all), so that after a restart the newest
-        events are never the ones cut; narrow ``until`` to page back further.
+        events are never the ones cut. ``since`` and ``until`` are inclusive,
+        ``before`` is exclusive: pass the first event's ``created_at`` as ``before``
+        to read the page before it. A page never splits the events of one instant:
+        every event at its first one's time (to the microsecond) is in it, so it may
+        hold more than ``limit``, and paging back with ``before`` meets each event
+        once and ends.
 
         Originals that sleep consolidated, superseded or expired are included: the
         timeline is the history, not the current view. Another session's events are
         shown only if global.
 
-        >>> [m.content for m in mem.timeline(since="2026-04-01", until="2026-04-02")]
+        >>> page = mem.timeline(limit=50)
+        >>> earlier = mem.timeline(limit=50, before=page[0].created_at)
         """
         since_ts, until_ts = time_range(since, until)
+        before_ts = time_before(before, since)
         limit = check_limit(limit)
         session = self.session_id if session_id is None else check_session_id(session_id, self._store.holds_session)
-        return [event.memory for event in self._episodic.events(self.session_id, session, since_ts, until_ts, limit)]
+        events = self._episodic.events(self.session_id, session, since_ts, until_ts, limit, before=before_ts)
+        if limit is not None and len(events) == limit:
+            events = self._same_instant_before(session, events, since_ts, before_ts) + events
+        return [event.memory for event in events]
+
+    def _same_instant_before(
+        self, session: str, page: list[Event], since_ts: float | None, before_ts: float | None
+    ) -> list[Event]:
+        """The events the limit cut at the same time (to the microsecond) as
+        ``page``'s first: those a page back (``before`` = that first ``created_at``)
+        leaves out."""
+        first = page[0]
+        start = first_stored_at(first.memory.created_at)
+        if since_ts is not None:
+            start = max(start, since_ts)
+        shown = {event.memory.id for event in page}
+        # ``until`` the stored time itself: the page's own first, and those sharing it.
+        same = self._episodic.events(self.session_id, session, start, first.at, None, before=before_ts)
+        return [event for event in same if event.memory.id not in shown]
 
     def episodes(
         self,

@@ -156,6 +156,57 @@ def time_range(since: TimeLike | None, until: TimeLike | None) -> tuple[float | 
     )
 
 
+def time_before(before: TimeLike | None, since: TimeLike | None = None) -> float | None:
+    """The exclusive end ``before`` as a bound on stored seconds (``created_at < it``),
+    None for none. It is exact to the microsecond, as every returned time is: it
+    leaves out just the events whose ``created_at`` is ``before`` or later, so a
+    page's first ``created_at`` given back reads all that came before the page and
+    nothing of it, whatever the float kept.
+
+    >>> time_before("2026-04-01T09:30:00Z") < 1775035800.0
+    True
+    """
+    if before is None:
+        return None
+    before_ts = to_timestamp(before, "before")
+    since_ts = optional_timestamp(since, "since")
+    if since_ts is not None and since_ts > before_ts:
+        raise InvalidInputError("since is after before; swap them")
+    return first_stored_at(_to_microsecond(before, before_ts))
+
+
+def first_stored_at(moment: datetime) -> float:
+    """The least stored time that reads back as ``moment`` or later: ``created_at <
+    it`` holds exactly the events read back as earlier than ``moment``.
+
+    Found from the float next to the half microsecond before ``moment``, a few
+    floats away at most: rounding to the microsecond keeps the order of times.
+    """
+    def reads_before(seconds: float) -> bool:
+        try:
+            return from_timestamp(seconds) < moment
+        except (OverflowError, OSError, ValueError):  # past the calendar: year 0 or 10000
+            return seconds < 0
+
+    seconds = moment.timestamp() - _HALF_MICROSECOND
+    while not reads_before(seconds):
+        seconds = math.nextafter(seconds, -math.inf)
+    while reads_before(seconds):
+        seconds = math.nextafter(seconds, math.inf)
+    return seconds
+
+
+def _to_microsecond(value: TimeLike, seconds: float) -> datetime:
+    """``value`` (already read as ``seconds``) as an aware datetime to the microsecond:
+    a date or ISO text as given (a float loses microseconds past 2241), a number as
+    it reads back."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    return from_timestamp(seconds)
+
+
 def from_timestamp(seconds: float) -> datetime:
     """Unix seconds to an aware UTC datetime."""
     return datetime.fromtimestamp(seconds, tz=timezone.utc)

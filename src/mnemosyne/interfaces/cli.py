@@ -188,11 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("report_id", help="the id printed by `mnemosyne sleep`")
 
     sub = command("timeline", _timeline, "print a session's events in the order they happened: the latest "
-                  "--limit of them; stderr says when earlier ones were left out")
-    sub.add_argument("--since", help="ISO 8601 start")
-    sub.add_argument("--until", help="ISO 8601 end")
+                  "--limit of them; stderr says when earlier ones were left out and the --before that reads them")
+    sub.add_argument("--since", help="ISO 8601 start (inclusive)")
+    sub.add_argument("--until", help="ISO 8601 end (inclusive)")
+    sub.add_argument("--before", help="ISO 8601 end (exclusive): a page's first time, to read the events before it")
     sub.add_argument("--limit", type=int, default=100,
-                     help="the latest this many events, 1 to 1000000 (default: %(default)s)")
+                     help="the latest this many events, 1 to 1000000, and any more at the first one's time "
+                          "(default: %(default)s)")
 
     command("episodes", _episodes, "list a session's episodes with their size and summary")
 
@@ -375,21 +377,25 @@ def _reembed(args: argparse.Namespace) -> None:
 
 
 def _timeline(args: argparse.Namespace) -> None:
-    from ..core.timeutil import time_range
+    from ..core.timeutil import time_before, time_range
     from ..core.validation import MAX_LIMIT, check_whole
 
     # Before the database is opened, or created; in the flag's words (the API's "None
     # for every event" is no value a command line can pass).
     check_whole(args.limit, "--limit", 1, MAX_LIMIT)
     time_range(args.since, args.until)
-    # One more than is shown, to tell whether earlier events were left out.
-    asked = None if args.limit == MAX_LIMIT else args.limit + 1
-    fetched = _open_to_read(args).timeline(since=args.since, until=args.until, limit=asked)
-    events = fetched[-args.limit:]
+    time_before(args.before, args.since)
+    mem = _open_to_read(args)
+    events = mem.timeline(since=args.since, until=args.until, before=args.before, limit=args.limit)
     _emit(args, [m.to_dict() for m in events], lambda: _print_memories(events, scored=False))
-    if len(fetched) > len(events) and not args.quiet:
+    # A page holds every event at its first one's time, so --before that time reads
+    # exactly the rest: none twice, none skipped, and paging back ends.
+    if len(events) >= args.limit and not args.quiet and mem.timeline(
+        since=args.since, until=args.until, before=events[0].created_at, limit=1
+    ):
+        first = events[0].created_at.isoformat()
         _notice(args, f"these are the latest {len(events)} events; earlier ones were left out: pass a larger "
-                      f"--limit, or --until {events[0].created_at.isoformat()} (the first shown) for those before")
+                      f"--limit, or --before {first} (the first shown's time) for those before")
 
 
 def _episodes(args: argparse.Namespace) -> None:

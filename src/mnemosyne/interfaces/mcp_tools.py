@@ -208,12 +208,14 @@ def _forget(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
 def _timeline(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
     # Checked here: the API's "None for every event" means the default (100) to a tool.
     limit = check_whole(args.get("limit", 100), "limit", 1, MAX_LIMIT)
-    # One more than is returned, to tell whether earlier events were left out.
-    fetched = mem.timeline(since=args.get("since"), until=args.get("until"),
-                           limit=None if limit == MAX_LIMIT else limit + 1)
-    events = fetched[-limit:]
-    return {"count": len(events), "memories": [m.to_dict() for m in events],
-            "earlier_left_out": len(fetched) > len(events)}
+    since, until = args.get("since"), args.get("until")
+    events = mem.timeline(since=since, until=until, before=args.get("before"), limit=limit)
+    # A page holds every event at its first one's time, so before = that time reads
+    # exactly the rest: none twice, none skipped, and paging back ends.
+    earlier = len(events) >= limit and bool(
+        mem.timeline(since=since, until=until, before=events[0].created_at, limit=1))
+    return {"count": len(events), "memories": [m.to_dict() for m in events], "earlier_left_out": earlier,
+            "next_before": events[0].created_at.isoformat() if earlier else None}
 
 
 def _sleep(mem: Mnemosyne, args: Result, _: Sessions) -> Result:
@@ -405,16 +407,23 @@ TOOLS: tuple[ToolSpec, ...] = (
         "timeline",
         "What happened, in order: this session's own events (private and global) between two "
         "times, oldest first, including originals that sleep consolidated: the latest `limit` "
-        "of them, and earlier_left_out says whether earlier ones were cut (pass until, the "
-        "first one's time, to read those). Use it to replay the steps of a task, e.g. "
+        "of them (more if several share the first one's time: a page never splits them). "
+        "earlier_left_out says whether earlier ones were cut; to read those, call again with "
+        "before = the result's next_before, the same since and until, until earlier_left_out "
+        "is false: each event comes once. Use it to replay the steps of a task, e.g. "
         "everything since yesterday's deploy.",
         _timeline,
         {
             "since": {"type": "string", "description": f"Only events at or after it. {TIME}"},
             "until": {"type": "string", "description": f"Only events at or before it. {TIME}"},
+            "before": {
+                "type": "string",
+                "description": f"Only events strictly before it: pass next_before to read the earlier page. {TIME}",
+            },
             "limit": {
                 "type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                "description": "Return the latest this many events (still oldest first). Default: 100.",
+                "description": "Return the latest this many events (still oldest first), and any others at "
+                               "the first one's time. Default: 100.",
             },
         },
         read_only=True,

@@ -68,10 +68,10 @@ class EpisodicStore:
 
     def events(
         self, viewer: str, session_id: str, since: float | None, until: float | None,
-        limit: int | None, kinds: Sequence[str] = ("episodic", "fact"),
+        limit: int | None, kinds: Sequence[str] = ("episodic", "fact"), before: float | None = None,
     ) -> list[Event]:
         """A session's events visible to ``viewer``, oldest first: the latest ``limit``
-        of them (None: all)."""
+        of them (None: all). ``since`` and ``until`` are inclusive, ``before`` is not."""
         clauses = [_VISIBLE, "session_id = ?", _in("kind", kinds), _in("status", _EVENT_STATUSES)]
         params: list[object] = [viewer, session_id, *kinds, *_EVENT_STATUSES]
         if since is not None:
@@ -80,6 +80,9 @@ class EpisodicStore:
         if until is not None:
             clauses.append("created_at <= ?")
             params.append(until)
+        if before is not None:
+            clauses.append("created_at < ?")
+            params.append(before)
         where = " AND ".join(clauses)
         sql = f"SELECT {_COLUMNS}, episode_id FROM memories WHERE {where}"
         if limit is None:
