@@ -65,7 +65,8 @@ SPEECH_WORDS = frozenset(
 _SPEAKING_ROLES = {"i": "user", "you": "assistant"}
 _SAYING = SPEECH_WORDS - {"message", "messages", "anything", "everything"}
 _BY_THE_WAY = frozenset({"just", "ever", "already", "also", "actually", "really", "last", "first", "then", "once",
-                         "never", "not", "earlier", "previously", "recently"})
+                         "never", "not", "earlier", "previously", "recently",
+                         "have", "has", "had", "ve", "d"})  # "what I have said", "what I've said", "you'd said"
 # After these a pronoun is spoken to ("what was I told", "were you asked") or is one
 # of several who spoke ("what did Sam and I say").
 _NOT_SPEAKING_AFTER = frozenset({"was", "were", "am", "is", "are", "be", "been", "being", "get", "gets", "got",
