@@ -94,6 +94,18 @@ def test_paging_back_with_before_meets_every_event_once_and_ends(mem: Mnemosyne,
     assert max(len(page) for page in pages) <= limit + 2  # the limit, and the rest of one instant
 
 
+def test_paging_back_from_a_since_at_the_first_events_time_ends_empty(mem: Mnemosyne):
+    # since below the microsecond it reads back as: the last page back asks for
+    # since = before, which is nothing, not a mistake.
+    t0 = 1_773_144_020.0000004
+    mem.remember_many([{"content": f"e{i}", "created_at": t0 + i} for i in range(4)])
+    pages, before = [], None
+    while page := mem.timeline(since=t0, limit=2, before=before):
+        pages.append([m.content for m in page])
+        before = page[0].created_at
+    assert pages == [["e2", "e3"], ["e0", "e1"]]
+
+
 def test_episodes_split_at_gaps_and_by_explicit_blocks(mem: Mnemosyne):
     for minute in (0, 5, 9):
         mem.remember(f"morning standup item at {minute}", created_at=at(minute))

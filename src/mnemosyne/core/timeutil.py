@@ -169,10 +169,13 @@ def time_before(before: TimeLike | None, since: TimeLike | None = None) -> float
     if before is None:
         return None
     before_ts = to_timestamp(before, "before")
+    moment = _to_microsecond(before, before_ts)
     since_ts = optional_timestamp(since, "since")
-    if since_ts is not None and since_ts > before_ts:
+    # Compared as times read back, to the microsecond: a since at the very time of
+    # before asks for nothing, and is no mistake (the last page back).
+    if since_ts is not None and from_timestamp(since_ts) > moment:
         raise InvalidInputError("since is after before; swap them")
-    return first_stored_at(_to_microsecond(before, before_ts))
+    return first_stored_at(moment)
 
 
 def first_stored_at(moment: datetime) -> float:
