@@ -145,6 +145,23 @@ def test_a_dry_run_sleep_reads_a_read_only_file(tmp_path: Path):
     assert db.read_bytes() == before
 
 
+def test_a_read_only_shared_memory_file_is_named_not_the_database(tmp_path: Path):
+    # A read of a read-only file leaves read-only -wal and -shm files: made writable
+    # again, the file itself is not what refuses the write.
+    db = make_db(tmp_path / "m.db")
+    shm = tmp_path / "m.db-shm"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as holder:  # keeps the -shm file
+        holder.recall("apples")
+        assert shm.exists()
+        with immutable(shm):
+            command = [sys.executable, "-m", "mnemosyne", "remember", "refused", "--db", str(db), "--json"]
+            refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 3, refused.stderr
+        error = json.loads(refused.stderr)["error"]
+        assert error["code"] == "read_only"
+        assert error["message"].startswith(f"cannot remember: {shm} is read-only"), error["message"]
+
+
 def test_a_database_file_deleted_while_open_takes_no_more_writes(tmp_path: Path):
     db = make_db(tmp_path / "m.db")
     with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:

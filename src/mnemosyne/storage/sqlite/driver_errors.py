@@ -4,6 +4,7 @@ becomes the matching :class:`StorageError`, with a message that names the fix.""
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from pathlib import Path
 
@@ -66,9 +67,13 @@ def translate(exc: BaseException, path: Path, action: str, waited: float | None 
             path,
         )
     if code == _READONLY or "readonly" in text or "read-only" in text:
+        # Name what is read-only: a read of a read-only file leaves read-only -wal and
+        # -shm files behind, and once the file is writable again they still refuse.
+        parts = _read_only_parts(path) or [path]
+        named = f"{' and '.join(str(part) for part in parts)} {'is' if len(parts) == 1 else 'are'}"
         return ReadOnlyDatabaseError(
-            f"cannot {action}: {path} is read-only ({exc}); Mnemosyne needs write access to "
-            f"the file and to its folder (for {path.name}-wal and {path.name}-shm)",
+            f"cannot {action}: {named} read-only ({exc}); Mnemosyne needs write access to "
+            f"the file, its folder, and {path.name}-wal and {path.name}-shm beside it",
             path,
         )
     if code == _FULL or "disk is full" in text or "database or disk is full" in text:
@@ -100,3 +105,19 @@ def translate(exc: BaseException, path: Path, action: str, waited: float | None 
             path,
         )
     return StorageError(f"cannot {action} on {path}: {exc}", path)
+
+
+def _read_only_parts(path: Path) -> list[Path]:
+    """Which of the database file, its -wal and -shm files and its folder exist and
+    may not be written (by their permission bits, which bind even root's SQLite once
+    it runs without the privilege to override them)."""
+    parts = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"), path.parent]
+    found = []
+    for part in parts:
+        try:
+            mode = part.stat().st_mode
+        except OSError:
+            continue
+        if not mode & 0o222 or not os.access(part, os.W_OK):
+            found.append(part)
+    return found
