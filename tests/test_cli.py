@@ -67,6 +67,33 @@ def cli(tmp_path: Path) -> Cli:
     assert not runner.unused_default.exists()
 
 
+def test_remember_takes_a_retry_key_an_expiry_and_recall_its_context_and_explanation(cli: Cli) -> None:
+    first = cli("remember", "Deploy 1 rolled out", "--idempotency-key", "deploy-1").stdout.strip()
+    again = cli("remember", "Deploy 1 rolled out", "--idempotency-key", "deploy-1").stdout.strip()
+    assert again == first  # a retry, from another process: no copy
+    cli("remember", "Deploy 1 rolled out", "--allow-duplicate")
+    cli("remember", "The freeze is on", "--created-at", "2020-01-01T00:00:00+00:00",
+        "--valid-until", "2020-01-02T00:00:00+00:00")
+    refused = cli("remember", "Too late", "--valid-until", "2020-01-01", expect=BAD_INPUT)
+    assert "valid_until" in refused.stderr
+    with cli.memories() as mem:
+        assert mem.get_stats().total == 3  # the refused write stored nothing
+        assert [m.content for m in mem.recall("freeze")] == []  # it stopped being true
+        ids = [mem.remember(f"Step {n} of the migration", created_at=f"2026-01-01T10:0{n}:00+00:00")
+               for n in range(3)]
+
+    hit = cli.json("recall", "Step 1 of the migration", "-k", "1", "--context", "1", "--explain")[0]
+    assert hit["id"] == ids[1]
+    assert [event["id"] for event in hit["context"]] == [ids[0], ids[2]]
+    assert hit["explanation"]["score"] == pytest.approx(hit["score"])
+    table = cli("recall", "Step 1 of the migration", "-k", "1", "--context", "1", "--explain").stdout.splitlines()
+    assert [ids[0] in table[1], ids[1] in table[2], ids[2] in table[3]] == [True, True, True]
+    scored = [bool(re.match(r"\d+\.\d{3} ", line)) for line in table[1:4]]
+    assert scored == [False, True, False]  # only the result has a score
+    assert "score=" in table[4]
+    assert "--context" in cli("recall", "x", "--context", "51", expect=BAD_INPUT).stderr
+
+
 def test_help(cli: Cli) -> None:
     done = cli("--help")
     assert done.stdout.startswith("usage: mnemosyne")

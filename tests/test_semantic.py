@@ -55,6 +55,8 @@ def test_meaning_alone_must_be_close_to_make_a_result(tmp_path: Path):
 def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
+        # Until then the database is bound to no model, and stats says so.
+        assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims), none recorded yet"
         mem.remember("recorded with the hash embedder")
         assert mem.get_stats().embedder == "test-hash:hash-v1-64 (64 dims)"
     # An object the CLI cannot build is switched from Python.

@@ -76,7 +76,10 @@ class EmbedderSlot:
         if self._switched_off and recorded is not None:  # whichever model it is, this process uses none
             return f"{registry.describe(recorded)}, switched off here (embedder 'none')"
         if recorded is None or (self.signature is not None and same_embedder(recorded, self.signature)):
-            return f"{self.description}, failing" if self.embedder is not None and not self.ready else self.description
+            own = f"{self.description}, failing" if self.embedder is not None and not self.ready else self.description
+            # Before the first vector the database is bound to no model: the next
+            # process may choose another.
+            return f"{own}, none recorded yet" if recorded is None and self.embedder is not None else own
         return f"{registry.describe(recorded)}, not this process's {self.description}"
 
     @property

@@ -71,8 +71,9 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
     """Back up ``db_path`` to ``backup_path`` (folders created) and return the manifest.
 
     Safe while other threads and processes write: the copy is one consistent
-    snapshot. The database is only read, never upgraded: a backup of an older schema
-    is upgraded when it is restored. A backup never replaces anything: an existing
+    snapshot. The database is only read, never upgraded (a backup of an older schema
+    is upgraded when it is restored), apart from noting the backup's time in it. A
+    backup never replaces anything: an existing
     ``backup_path`` (or its manifest) raises :class:`InvalidInputError`.
     """
     source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")

@@ -18,6 +18,7 @@ import io
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -120,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--scope", choices=("session", "global"), default="session")
     sub.add_argument("--metadata", type=_json_object, help='JSON object, e.g. \'{"ticket": 42}\'')
     sub.add_argument("--created-at", help="when it happened, ISO 8601 (default: now)")
+    sub.add_argument("--valid-until", help="when it stops being true, ISO 8601: recall leaves it out after then")
+    sub.add_argument("--idempotency-key",
+                     help="a key of your own: a retry with the same key and content stores nothing and prints "
+                          "the same id, from any process")
+    sub.add_argument("--allow-duplicate", action="store_true",
+                     help="store it even if the same text was stored in the last 5 minutes")
 
     sub = command("recall", _recall, "print the memories most relevant to a query")
     sub.add_argument("query", help="what to look for, in plain words")
@@ -129,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--since", help="only memories created at or after this ISO 8601 time")
     sub.add_argument("--until", help="only memories created at or before this ISO 8601 time")
     sub.add_argument("--include-consolidated", action="store_true", help="also search consolidated originals")
+    sub.add_argument("--context", type=int, default=0,
+                     help="also print this many neighbouring events before and after each result (default: 0)")
+    sub.add_argument("--explain", action="store_true", help="also print each result's score components")
 
     sub = command("get", _get, "print one memory by id")
     sub.add_argument("id")
@@ -211,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _remember(args: argparse.Namespace) -> None:
-    from ..core.timeutil import optional_timestamp
+    from ..core.timeutil import check_valid_until, optional_timestamp
     from ..core.validation import check_content, check_importance, check_label, check_metadata
 
     # Before the database is opened, or created.
@@ -219,26 +229,32 @@ def _remember(args: argparse.Namespace) -> None:
     check_importance(args.importance)
     check_label(args.source, "source")
     check_metadata(args.metadata)
-    optional_timestamp(args.created_at, "created_at")
+    created = optional_timestamp(args.created_at, "created_at")
+    check_valid_until(args.valid_until, time.time() if created is None else created, created_given=created is not None)
+    if args.idempotency_key is not None:
+        check_label(args.idempotency_key, "idempotency_key")
     memory_id = _open(args, create=True).remember(
         args.content, source=args.source, importance=args.importance, scope=args.scope,
-        metadata=args.metadata, created_at=args.created_at,
+        metadata=args.metadata, created_at=args.created_at, valid_until=args.valid_until,
+        idempotency_key=args.idempotency_key, allow_duplicate=args.allow_duplicate,
     )
     _emit(args, {"id": memory_id}, lambda: print(memory_id))
 
 
 def _recall(args: argparse.Namespace) -> None:
     from ..core.timeutil import time_range
-    from ..core.validation import check_query, check_sources, check_top_k
+    from ..core.validation import MAX_CONTEXT, check_query, check_sources, check_top_k, check_whole
 
     # Before the database is opened, or created.
     check_query(args.query)
     check_top_k(args.top_k)
     check_sources(args.source)
     time_range(args.since, args.until)
+    check_whole(args.context, "--context", 0, MAX_CONTEXT)
     results = _open_to_read(args).recall(
         args.query, args.top_k, scope=args.scope, source=args.source, since=args.since,
-        until=args.until, include_consolidated=args.include_consolidated,
+        until=args.until, include_consolidated=args.include_consolidated, context=args.context,
+        explain=args.explain,
     )
     _emit(args, [m.to_dict() for m in results], lambda: _print_memories(results))
 
@@ -423,10 +439,10 @@ def _open(args: argparse.Namespace, create: bool = False, **options: Any) -> Any
 
 
 def _open_to_read(args: argparse.Namespace) -> Any:
-    """The database, for a command that only reads: the file stays as it was. No
-    vector is filled in and no embedder recorded in passing (a database stored
-    without one would otherwise take whichever this process has); recall still
-    counts its results, as it does in the API."""
+    """The database, for a command that only reads: no vector is filled in and no
+    embedder recorded in passing (a database stored without one would otherwise take
+    whichever this process has); recall still counts its results, as it does in the
+    API. An older schema is upgraded on open, as by every command."""
     return _open(args, auto_backfill=False)
 
 
@@ -510,7 +526,9 @@ def _fail(args: argparse.Namespace, exc: BaseException, code: int, name: str | N
 
 
 def _print_memories(memories: Sequence[Any], scored: bool = True) -> None:
-    """A table of memories; ``scored`` for recall results (a timeline ranks nothing)."""
+    """A table of memories; ``scored`` for recall results (a timeline ranks nothing).
+    A result's neighbouring events (``--context``) are rows around it without a score,
+    and its score's parts (``--explain``) a line below it."""
     if not memories:
         print("no memories found")
         return
@@ -520,7 +538,16 @@ def _print_memories(memories: Sequence[Any], scored: bool = True) -> None:
         cells = [m.created_at.strftime("%Y-%m-%d %H:%M"), m.scope, m.source, m.id, m.content]
         return [f"{m.score:.3f}" if m.score is not None else "", *cells] if scored else cells
 
-    _print_table(["score", *header] if scored else header, [row(m) for m in memories])
+    if not any(m.context or m.explanation for m in memories):
+        _print_table(["score", *header] if scored else header, [row(m) for m in memories])
+        return
+    for n, m in enumerate(memories):
+        if n:
+            print()
+        events = sorted([*m.context, m], key=lambda event: (event.created_at, event.id))
+        _print_table(["score", *header], [row(event) if event is m else ["", *row(event)[1:]] for event in events])
+        if m.explanation:
+            print("  " + "  ".join(f"{part}={value:.2f}" for part, value in m.explanation.items() if round(value, 2)))
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
