@@ -365,6 +365,26 @@ def test_the_words_a_kept_copy_lacks_are_compared_as_the_index_matches_them(mem:
     assert [m.id for m in mem.recall("budget office Lisbon")] == [kept]
 
 
+def test_a_repeat_merged_into_a_copy_its_summary_left_active_is_answered_by_that_copy(mem: Mnemosyne):
+    """Up the repeat's chain the summary is newest, but lacks the query's words: the
+    copy that holds them stands for the repeat, which is not returned beside it."""
+    day = ["Deploy of the refunds service started", "Opened src/ledger/fees.py to read the docstring",
+           "Refunds service deploy finished, refunds healthy"]
+    ids = [mem.remember(text, importance=0.2, created_at=OLD + i * 60) for i, text in enumerate(day)]
+    # A gist that quotes nothing: every event stays active, linked to the summary.
+    assert mem.sleep(summariser=lambda texts: "The refunds service was deployed without trouble.").summaries == 1
+    assert mem.get(ids[1]).status == "active"
+    repeat = mem.remember(day[1], importance=0.2, created_at=OLD + 2 * DAY)
+    assert mem.sleep().merged == 1
+    assert mem.get(repeat).status == "consolidated"
+
+    found = mem.recall("fees.py docstring", top_k=3)
+
+    assert found[0].id == ids[1]
+    assert {m.status for m in found} == {"active"}
+    assert repeat not in {m.id for m in found}
+
+
 def test_a_shared_copy_edited_into_a_symbol_variant_gives_each_session_its_own_back(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(session_id="s1", db_path=db, embedder="none") as a, \

@@ -208,8 +208,10 @@ class SearchReads:
         Nor does a summary or a kept copy stand for a memory holding a query term (of
         ``terms``) that it lacks: a summary without "Dana" is no answer to "who paged
         Dana", nor a kept copy to the words a repeat added around it ("Confirmed
-        again: ..."). (A newer value lacks the old one's words on purpose: through a
-        supersede, it still stands for it.)
+        again: ..."). Then the newest one up the chain that holds them stands for it
+        (a repeat merged into a copy that a summary left active is that copy), and
+        only where none does is the memory returned itself. (A newer value lacks the
+        old one's words on purpose: through a supersede, it still stands for it.)
         """
         where, params = filter_sql(filters, alias="m")
         with self._db.read() as conn:
@@ -231,19 +233,29 @@ class SearchReads:
                 conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
                 list({row[1] for row in chains if row[1] is not None}), params,
             )}
-            standing_for: dict[int, int | None] = {start: None for start, _, _ in chains}
-            newer_value: dict[int, bool] = {}
+            # Per hit, those that may stand for it; a newer value stands whatever its
+            # words (one reached both ways counts as one).
+            ups: dict[int, dict[int, bool]] = {start: {} for start, _, _ in chains}
             for start, candidate, newer in chains:
-                if candidate in passing and candidate > (standing_for[start] or 0):
-                    standing_for[start], newer_value[start] = candidate, bool(newer)
-            pairs = {start: rep for start, rep in standing_for.items() if rep is not None and not newer_value[start]}
-            if terms and pairs:
-                contents = {row["seq"]: row["content"] for row in select_in(
-                    conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list({*pairs, *pairs.values()}))}
-                held = _terms_held(conn, terms, contents)
-                for start, rep in pairs.items():
-                    if not held[start] <= held[rep]:
-                        standing_for[start] = None  # returned itself: it says what was asked
+                if candidate in passing:
+                    ups[start][candidate] = ups[start].get(candidate, False) or bool(newer)
+            held: dict[int, set[str]] = {}
+            if terms:
+                # Every kept copy and summary up the chain, not just the newest: a
+                # summary may lack the words the copy it left active holds.
+                worded = {start for start, up in ups.items() if not all(up.values())}
+                asked = {*worded, *(rep for start in worded for rep, newer in ups[start].items() if not newer)}
+                if asked:
+                    contents = {row["seq"]: row["content"] for row in select_in(
+                        conn, "SELECT seq, content FROM memories WHERE seq IN ({marks})", list(asked))}
+                    held = _terms_held(conn, terms, contents)
+            standing_for: dict[int, int | None] = {}
+            for start, up in ups.items():
+                # The newest that says what was asked; None (returned itself) if none does.
+                standing_for[start] = next(
+                    (rep for rep in sorted(up, reverse=True) if up[rep] or not terms or held[start] <= held[rep]),
+                    None,
+                )
         return standing_for
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
