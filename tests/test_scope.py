@@ -114,6 +114,39 @@ def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_o
     assert c.recall("staging password") == []
 
 
+def test_a_global_memory_that_others_copies_were_folded_into_stays_forgotten(trio):
+    a, b, c = trio
+    text = "User prefers running tests with pytest -x -q"
+    kept = a.remember(text, scope="global")
+    theirs = {agent: agent.remember(text) for agent in (b, c)}
+    report = a.sleep()
+    assert (report.merged, report.promoted) == (2, 0)  # folded into a's global memory
+    assert {agent.get(i).status for agent, i in theirs.items()} == {"consolidated"}
+
+    a.forget(kept)
+
+    assert {agent.get(i).status for agent, i in theirs.items()} == {"active"}  # their own again
+    assert a.sleep().promoted == 0  # and what a forgot is not shared again
+    assert a.recall("running tests with pytest") == []
+    for agent, i in theirs.items():  # each copy stays its session's, private
+        assert [m.id for m in agent.recall("running tests with pytest")] == [i]
+        assert agent.get(i).scope == "session"
+
+
+def test_a_global_memory_only_its_own_copies_were_folded_into_leaves_the_text_shareable(trio):
+    a, b, c = trio
+    text = "User prefers running tests with pytest -x -q"
+    kept = a.remember(text, scope="global")
+    a.remember(text, allow_duplicate=True)
+    assert a.sleep().merged == 1
+    a.forget(kept)  # nobody else's copy stood behind it
+
+    for agent in (b, c):
+        agent.remember(text)
+    assert a.sleep().promoted == 1
+    assert [m.session_id for m in b.recall("running tests with pytest")] == ["mnemosyne:shared"]
+
+
 def test_a_note_that_expires_is_not_shared_beyond_its_sessions(tmp_path: Path):
     db = tmp_path / "shared.db"
     with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \

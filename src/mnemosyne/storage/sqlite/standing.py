@@ -42,6 +42,18 @@ def sharing_memories_of(conn: sqlite3.Connection, memory_id: str) -> list[str]:
         "WHERE l.dst_id = ? AND l.kind = 'merges' AND m.session_id = ?", (memory_id, SHARED_SESSION))]
 
 
+def holds_others_copies(conn: sqlite3.Connection, memory_id: str, session_id: str) -> bool:
+    """Whether sleep folded another session's private copy into ``memory_id`` (of
+    ``session_id``): a global memory that stands, as a shared one would, for what
+    several sessions said. A shared memory folded into it is no session's copy: it
+    was shared before and stands on its own."""
+    return conn.execute(
+        "SELECT 1 FROM memory_links AS l JOIN memories AS m ON m.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'merges' AND m.session_id NOT IN (?, ?) LIMIT 1",
+        (memory_id, session_id, SHARED_SESSION),
+    ).fetchone() is not None
+
+
 def held_by_one_session_at_most(conn: sqlite3.Connection, shared_id: str) -> bool:
     """Whether fewer than two sessions still hold the text of shared memory ``shared_id``:
     it was shared because several did."""
@@ -56,8 +68,9 @@ def held_by_one_session_at_most(conn: sqlite3.Connection, shared_id: str) -> boo
 
 
 def unshared_keys(conn: sqlite3.Connection) -> list[str]:
-    """The sharing keys of the shared memories agents forgot (recorded by that forget,
-    or brought by an import): sleep does not share those texts again."""
+    """The sharing keys of the shared memories agents forgot, and of the global ones
+    that other sessions' copies were folded into (recorded by that forget, or brought
+    by an import): sleep does not share those texts again."""
     return [r[0] for r in conn.execute(
         "SELECT DISTINCT json_extract(detail, '$.unshared') AS key FROM audit_log "
         "WHERE key IS NOT NULL ORDER BY key")]

@@ -44,6 +44,7 @@ from .search import FTS_TABLES, SearchReads
 from .sessions import session_is_stored
 from .standing import (
     held_by_one_session_at_most,
+    holds_others_copies,
     originals_of,
     reinstate,
     release_changed,
@@ -208,12 +209,16 @@ class SQLiteStore(SearchReads, ImportRows, VectorRows):
 
         A shared memory forgotten by an agent (``unshare``) takes with it the shared
         memories it had absorbed, and sleep will not share its text again; its
-        sessions' own copies come back. A shared memory fewer than two sessions
-        still hold is dissolved: its copies, and what it absorbed, come back.
+        sessions' own copies come back. So does a global memory that other sessions'
+        copies were folded into: it stood for them as a shared one does, and sharing
+        their copies anew would give every session back what was forgotten. A
+        shared memory fewer than two sessions still hold is dissolved: its copies,
+        and what it absorbed, come back.
         """
         memory_id = row["id"]
         reason = f"forgot {memory_id}"
-        unshared = unshare and row["session_id"] == SHARED_SESSION
+        unshared = unshare and (row["session_id"] == SHARED_SESSION or (
+            row["scope"] == "global" and holds_others_copies(conn, memory_id, row["session_id"])))
         unquote(conn, memory_id, row["content"], reason, forgotten=True)
         originals = originals_of(conn, memory_id)
         sharing = sharing_memories_of(conn, memory_id)
