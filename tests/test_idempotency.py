@@ -187,6 +187,31 @@ def test_a_retry_after_sleep_merged_the_first_attempt_returns_it(mem: Mnemosyne)
     assert mem.get(kept).status == "active"
 
 
+def test_a_retry_after_sleep_merged_a_more_important_repeat_into_it_returns_it(mem: Mnemosyne):
+    # The merge raised the kept copy to its repeat's importance: the retry of the first
+    # write, at the importance it gave, still repeats that copy.
+    text = "Ran `ruff check pyproject.toml`: no issues"
+    first = mem.remember(text, source="shell", importance=0.2, created_at="2026-12-01T10:00Z")
+    mem.remember(text, source="shell", importance=0.3, created_at="2026-12-01T10:05Z")
+    assert mem.sleep().merged == 1
+    assert mem.get(first).importance == 0.3
+
+    assert mem.remember(text, source="shell", importance=0.2, created_at="2026-12-01T10:00Z") == first
+    assert mem.get_stats().total == 2
+    assert [m.id for m in mem.recall("ruff check pyproject", top_k=5)] == [first]
+
+
+def test_a_less_important_write_repeats_no_copy_that_was_stored_more_important(mem: Mnemosyne):
+    # No merge raised it: the stored copy was written that important, so a write of
+    # the same text at another importance is another write, stored.
+    text = "Ran `ruff check pyproject.toml`: no issues"
+    first = mem.remember(text, importance=0.3)
+    mem.remember("Ran `ruff check src`: no issues", importance=0.2)
+    mem.sleep()
+    assert mem.remember(text, importance=0.2) != first
+    assert mem.get_stats().total == 3
+
+
 def test_the_window_is_configurable(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", dedupe_window=0.2) as mem:
         first = mem.remember("heartbeat ok")

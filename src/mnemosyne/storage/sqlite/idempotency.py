@@ -52,20 +52,34 @@ def existing_id(conn: sqlite3.Connection, memory: NewMemory, text_stored: bool =
         # then "Friday" again is a change back, said anew. One sleep condensed (into
         # a summary, or a copy it kept) is still what stands for it: a replayed
         # history or a retry repeats it, and adds no copy for the next sleep.
+        # Sleep changes only what a memory's own write did not give: how often and when
+        # it was seen, its strength, and, merging a repeat into it, its importance,
+        # raised to the repeat's. A retry of the first write still repeats that copy.
         # Only the content hash may pick the index ("+" keeps the others from it):
         # "episode_id IS NULL" would otherwise walk every memory outside an episode.
         rows = conn.execute(
-            "SELECT id, content FROM memories WHERE content_hash = ? AND +session_id = ? "
+            "SELECT id, content, importance FROM memories WHERE content_hash = ? AND +session_id = ? "
             "AND (+scope = ? OR (? = 'session' AND +scope = 'global')) AND +status <> 'superseded' "
-            "AND +kind = ? AND +recorded_at >= ? AND +source = ? AND +importance = ? "
+            "AND +kind = ? AND +recorded_at >= ? AND +source = ? AND +importance >= ? "
             "AND +metadata = ? AND +valid_until IS ? AND +episode_id IS ? "
             "AND (+created_at = ? OR (? AND +created_at = recorded_at)) ORDER BY recorded_at DESC",
             (memory.content_hash, memory.session_id, memory.scope, memory.scope, memory.kind,
              memory.dedupe_since, memory.source, memory.importance, dump_json(memory.metadata),
              memory.valid_until, memory.episode_id, memory.created_at, implicit_time),
         )
-        return next((str(row["id"]) for row in rows if same_text(row["content"], memory.content)), None)
+        return next((str(row["id"]) for row in rows if same_text(row["content"], memory.content) and (
+            row["importance"] == memory.importance or _raised_by_merge(conn, row["id"], row["importance"]))), None)
     return None
+
+
+def _raised_by_merge(conn: sqlite3.Connection, memory_id: str, importance: float) -> bool:
+    """Whether sleep may have raised ``memory_id`` to ``importance`` by merging into it
+    a copy that important. Else a write less important than the stored one is not
+    its repeat: it would be silently dropped."""
+    return conn.execute(
+        "SELECT 1 FROM memory_links AS l JOIN memories AS c ON c.id = l.dst_id "
+        "WHERE l.src_id = ? AND l.kind = 'merges' AND c.importance = ? LIMIT 1", (memory_id, importance)
+    ).fetchone() is not None
 
 
 def for_key(conn: sqlite3.Connection, memory: NewMemory) -> str | None:
