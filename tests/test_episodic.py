@@ -334,3 +334,25 @@ def test_a_repeat_sleep_merged_stays_in_its_summarised_episode(tmp_path: Path):
         report = mem.sleep()
         assert (report.merged, report.summaries) == (1, 1)
         assert [(e.size, e.summary is not None) for e in mem.episodes()] == [(4, True)]
+
+
+def test_an_event_sleep_does_not_summarise_stays_in_the_summarised_episode_around_it(tmp_path: Path):
+    # A global decision and a note that expires, written mid-episode, are left out of
+    # its summary: still in its episode, as before that sleep, not one of their own.
+    with Mnemosyne(session_id="ledger-api", db_path=tmp_path / "m.db", embedder="none") as mem:
+        start = time.time() - 3 * 86_400
+        mem.remember("Started feature: multi-currency support", created_at=start)
+        mem.remember("Decision: store amounts as integer minor units", scope="global", importance=0.9,
+                     created_at=start + 120)
+        mem.remember("Added the currency_code column", created_at=start + 240)
+        mem.remember("The dev database is read-only until the backup ends", valid_until=time.time() + 86_400,
+                     created_at=start + 300)
+        mem.remember("Ran the migration on the dev database", created_at=start + 360)
+        before = [(e.started_at, e.ended_at, e.event_ids) for e in mem.episodes()]
+        assert [len(ids) for _, _, ids in before] == [5]
+
+        assert mem.sleep().summaries == 1
+
+        found = mem.episodes()
+        assert [(e.started_at, e.ended_at, e.event_ids) for e in found] == before
+        assert found[0].summary is not None and "3 events" in found[0].summary.content

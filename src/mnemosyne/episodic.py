@@ -206,9 +206,11 @@ def _summarised_episodes(rows: list[Event], summaries: dict[str, Memory]) -> dic
 
     The events one summary condensed are the episode sleep found (by its own policy's
     gap, among the session's own events): they stay one episode, so every summary is
-    reached, whatever else falls between them. So does a repeat that sleep merged
-    into one of them, within their time span: it is linked to its kept copy, not to
-    the summary.
+    reached, whatever else falls between them. So does every other event of no
+    explicit episode within their time span, as it was before that sleep: a repeat
+    sleep merged into one of them (linked to its kept copy, not to the summary), and
+    one sleep does not summarise (a global memory, one that expires), which would
+    otherwise become an episode of its own inside this one.
     """
     grouped = {event_id: summary.id for event_id, summary in summaries.items()}
     spans: dict[str, tuple[float, float]] = {}
@@ -219,7 +221,7 @@ def _summarised_episodes(rows: list[Event], summaries: dict[str, Memory]) -> dic
     ordered = sorted((first, last, key) for key, (first, last) in spans.items())
     starts = [first for first, _, _ in ordered]
     for memory, episode_id, at in rows:
-        if episode_id is None and memory.id not in grouped and memory.status != "active":
+        if episode_id is None and memory.id not in grouped:
             i = bisect.bisect_right(starts, at) - 1
             if i >= 0 and at <= ordered[i][1]:
                 grouped[memory.id] = ordered[i][2]
