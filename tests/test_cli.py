@@ -220,6 +220,25 @@ def test_stats_backup_verify_restore(cli: Cli, tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("cli.db.pre-restore-*.bak"))) == 1
 
 
+def test_restore_through_a_symlinked_db_restores_the_file_it_points_at(cli: Cli, tmp_path: Path) -> None:
+    real = tmp_path / "data" / "real.db"
+    real.parent.mkdir()
+    link = tmp_path / "app" / "memories.db"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    with cli.memories(db=link) as mem:
+        mem.remember("kept through the link", scope="global")
+    backup = tmp_path / "b.bak"
+    cli("backup", str(backup), db=link)
+    real.write_bytes(os.urandom(8192))  # damaged beyond opening
+
+    assert cli.json("restore", str(backup), db=link)["memory_count"] == 1
+    assert link.is_symlink() and sorted(p.name for p in link.parent.iterdir()) == ["memories.db"]
+    assert len(list(real.parent.glob("real.db.unreadable-*"))) == 1
+    with cli.memories(db=real) as mem:
+        assert [m.content for m in mem.recall("kept through the link")] == ["kept through the link"]
+
+
 def test_export_import(cli: Cli, tmp_path: Path) -> None:
     ids = []
     for i in range(3):

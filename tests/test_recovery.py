@@ -649,6 +649,54 @@ def test_restore_over_an_unreadable_target_moves_the_old_files_aside(tmp_path: P
         assert sorted(m.id for m in mem.recall("kestrels")) == sorted(ids)
 
 
+def symlinked_database(tmp_path: Path) -> tuple[Path, Path]:
+    """``app/memories.db``, a symlink to ``data/real.db`` (not made yet)."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "data").mkdir()
+    link, real = tmp_path / "app" / "memories.db", tmp_path / "data" / "real.db"
+    link.symlink_to(real)
+    return link, real
+
+
+def test_restore_through_a_symlink_replaces_the_unreadable_file_it_points_at(tmp_path: Path) -> None:
+    link, real = symlinked_database(tmp_path)
+    ids = seed(link, count=3)
+    backup = tmp_path / "good.bak"
+    create_backup(db_path=link, backup_path=backup)
+    garbage, stale_wal = os.urandom(8192), os.urandom(4096)
+    real.write_bytes(garbage)
+    real.with_name("real.db-wal").write_bytes(stale_wal)
+
+    restore_backup(backup_path=backup, db_path=link)
+
+    assert link.is_symlink() and link.resolve() == real  # the link stays a link
+    assert sorted(p.name for p in link.parent.iterdir()) == ["memories.db"]
+    aside = {p.name: p.read_bytes() for p in real.parent.iterdir() if ".unreadable-" in p.name}
+    assert sorted(aside.values()) == sorted([garbage, stale_wal]), sorted(aside)
+    assert all(name.startswith("real.db.unreadable-") for name in aside)
+    assert not real.with_name("real.db-wal").exists()  # never replayed into the restored file
+    assert rows(real) == rows(backup)  # what opening the real path reads
+    with Mnemosyne(session_id="s1", db_path=real) as mem:
+        assert sorted(m.id for m in mem.recall("kestrels")) == sorted(ids)
+
+
+def test_restore_through_a_symlink_into_a_healthy_database_saves_it_beside_the_file(tmp_path: Path) -> None:
+    link, real = symlinked_database(tmp_path)
+    seed(link, count=2)
+    backup = tmp_path / "b.bak"
+    create_backup(db_path=link, backup_path=backup)
+    with Mnemosyne(session_id="s1", db_path=real) as mem:
+        later = mem.remember("written after the backup", scope="global")
+    before = rows(real)
+
+    restore_backup(backup_path=backup, db_path=link)
+
+    assert link.is_symlink() and sorted(p.name for p in link.parent.iterdir()) == ["memories.db"]
+    (safety,) = real.parent.glob("real.db.pre-restore-*.bak")
+    assert rows(safety) == before and later in {row[0] for row in rows(safety)}
+    assert rows(real) == rows(backup)
+
+
 def test_restore_into_a_missing_file_creates_it(tmp_path: Path, db_path: Path) -> None:
     seed(db_path, count=2)
     create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")

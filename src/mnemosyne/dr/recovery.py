@@ -183,9 +183,11 @@ def restore_backup(
     and the restored file renamed into place: stop the processes using it first,
     as they would go on writing to the file moved aside. A target other processes
     keep locked longer than ``busy_timeout`` seconds raises :class:`DatabaseBusyError`
-    and is left as it is.
+    and is left as it is. A symlink is restored through, to the file it points at:
+    that file (with the ``-wal``/``-shm`` beside it) is replaced or moved aside, its
+    safety copy saved beside it, and the symlink stays as it is.
     """
-    backup, target = _as_path(backup_path, "backup_path"), _as_path(db_path, "db_path")
+    backup, target = _as_path(backup_path, "backup_path"), _through_symlink(_as_path(db_path, "db_path"))
     busy_timeout = check_seconds(busy_timeout, "busy_timeout")
     manifest = verify_backup(backup)
     if target.is_dir():
@@ -213,6 +215,23 @@ def restore_backup(
             raise
         log.warning("interrupted after %s was restored; the restore is complete", target)
     return manifest
+
+
+def _through_symlink(target: Path) -> Path:
+    """The file a symlinked ``db_path`` points at; any other path as it is.
+
+    SQLite opens the file a symlink points at and keeps its ``-wal``/``-shm`` beside
+    that file: a restore that replaced the symlink itself would leave the damaged
+    file (and its stale ``-wal``) in use for everything opening it by its real path.
+    """
+    if not target.is_symlink():
+        return target
+    try:
+        return target.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
+        raise InvalidInputError(
+            f"db_path {target} is a symlink that leads to no file ({exc}); point it at the database file"
+        ) from exc
 
 
 def _copy_to_stage(backup: Path, staged: Path, manifest: BackupManifest) -> None:
