@@ -14,6 +14,7 @@ from mnemosyne.core.fingerprint import content_hash
 from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
 from mnemosyne.storage.sqlite.snapshot import CLAIM
 from mnemosyne.testing import HashEmbedder
+from size_limit import under_size_limit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -102,6 +103,28 @@ def test_an_upgrade_that_fails_changes_nothing_and_leaves_no_copy_behind(v1_db: 
     assert sorted(p.name for p in v1_db.parent.iterdir() if "pre-v" in p.name) == []
     with sqlite3.connect(v1_db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall() == before
+
+
+def test_an_upgrade_whose_safety_copy_does_not_fit_is_a_full_disk_and_changes_nothing(tmp_path: Path):
+    # SQLite reports the file-size limit (EFBIG) writing the copy as a plain I/O error.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v8.db", db)
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall()
+    done = under_size_limit(db.stat().st_size // 2, """
+        from mnemosyne import Mnemosyne, MnemosyneError
+        try:
+            Mnemosyne(db_path=sys.argv[1], embedder="none")
+        except MnemosyneError as error:
+            report(error)
+    """, str(db))
+    kind, message = done.stdout.splitlines()
+    assert kind == "DiskFullError disk_full", done.stdout + done.stderr
+    assert "copy the database aside before upgrading it" in message
+    assert sorted(p.name for p in tmp_path.iterdir() if "pre-v" in p.name or p.name.startswith(".")) == []
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (8,)
         assert conn.execute("SELECT id, content FROM memories ORDER BY id").fetchall() == before
 
 

@@ -23,6 +23,7 @@ import pytest
 from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError
 from mnemosyne.dr.recovery import create_backup, manifest_path, restore_backup, verify_backup
 from mnemosyne.storage.sqlite.snapshot import CLAIM
+from size_limit import under_size_limit
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -777,25 +778,61 @@ def test_a_backup_of_a_damaged_database_is_refused_not_recorded(tmp_path: Path) 
 
 
 def test_a_restore_the_disk_cannot_hold_is_a_typed_error_and_changes_nothing(tmp_path: Path) -> None:
-    from mnemosyne import DiskFullError
-
     source = tmp_path / "source.db"
     seed(source, count=300)
     create_backup(db_path=source, backup_path=tmp_path / "b.bak")
-    limited = textwrap.dedent("""
-        import resource, sys
+    done = under_size_limit(50_000, """
         from mnemosyne import MnemosyneError
         from mnemosyne.dr.recovery import restore_backup
-        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))  # a file size limit, as a full disk
         try:
             restore_backup(sys.argv[1], sys.argv[2])
         except MnemosyneError as error:
-            print(type(error).__name__)
-    """)
-    done = subprocess.run([sys.executable, "-c", limited, str(tmp_path / "b.bak"), str(tmp_path / "new" / "m.db")],
-                          capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == DiskFullError.__name__, done.stderr
+            report(error)
+    """, str(tmp_path / "b.bak"), str(tmp_path / "new" / "m.db"))
+    assert done.stdout.splitlines()[0] == "DiskFullError disk_full", done.stdout + done.stderr
     assert list((tmp_path / "new").iterdir()) == []
+
+
+def test_a_backup_the_size_limit_cannot_hold_is_a_full_disk_and_leaves_nothing(tmp_path: Path) -> None:
+    # SQLite reports the limit (EFBIG) writing the copy as a plain I/O error.
+    source = tmp_path / "source.db"
+    seed(source, count=300)
+    size = source.stat().st_size
+    backups = tmp_path / "backups"
+    done = under_size_limit(size // 2, """
+        from mnemosyne import MnemosyneError
+        from mnemosyne.dr.recovery import create_backup
+        try:
+            create_backup(sys.argv[1], sys.argv[2])
+        except MnemosyneError as error:
+            report(error)
+    """, str(source), str(backups / "b.bak"))
+    kind, message = done.stdout.splitlines()
+    assert kind == "DiskFullError disk_full", done.stdout + done.stderr
+    assert "cannot write the backup" in message and "full (or a size limit was reached)" in message
+    assert list(backups.iterdir()) == []  # no backup, manifest or temporary file
+    manifest = create_backup(db_path=source, backup_path=backups / "b.bak")  # with room, the same backup is made
+    assert verify_backup(backups / "b.bak") == manifest
+
+
+def test_a_restore_whose_safety_copy_does_not_fit_is_a_full_disk_and_changes_nothing(tmp_path: Path) -> None:
+    small, target = tmp_path / "small.db", tmp_path / "memories.db"
+    seed(small, count=2)
+    create_backup(db_path=small, backup_path=tmp_path / "small.bak")
+    seed(target, count=400)
+    before = rows(target)
+    # Room for the staged backup, not for the copy of the larger database it replaces.
+    done = under_size_limit(target.stat().st_size // 2, """
+        from mnemosyne import MnemosyneError
+        from mnemosyne.dr.recovery import restore_backup
+        try:
+            restore_backup(sys.argv[1], sys.argv[2])
+        except MnemosyneError as error:
+            report(error)
+    """, str(tmp_path / "small.bak"), str(target))
+    assert done.stdout.splitlines()[0] == "DiskFullError disk_full", done.stdout + done.stderr
+    assert rows(target) == before
+    assert not list(tmp_path.glob("memories.db.pre-restore-*")) and not list(tmp_path.glob(".memories.db*"))
 
 
 def test_a_backup_to_a_full_disk_leaves_nothing_that_refuses_a_retry(tmp_path: Path) -> None:

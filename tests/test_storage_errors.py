@@ -32,6 +32,7 @@ from mnemosyne import (
 )
 from mnemosyne.dr.doctor import diagnose
 from mnemosyne.dr.recovery import create_backup
+from size_limit import under_size_limit
 
 
 def make_db(path: Path, n: int = 1) -> Path:
@@ -255,6 +256,95 @@ def test_a_really_full_filesystem(tmp_path: Path):
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         finally:
             conn.close()
+    finally:
+        if subprocess.run(["umount", str(mount)]).returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_file_size_limit_the_wal_reaches_is_a_full_disk_and_rolls_back(tmp_path: Path):
+    # SQLite reports the limit (EFBIG) as a plain I/O error, not as SQLITE_FULL.
+    db = tmp_path / "m.db"
+    done = under_size_limit(2_000_000, """
+        from mnemosyne import Mnemosyne, MnemosyneError
+        with Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none") as mem:
+            mem.remember("small first memory")
+            try:
+                mem.remember_many([f"big {i} " + "x" * 100_000 for i in range(40)])
+            except MnemosyneError as error:
+                report(error)
+            print(mem.get_stats().total)
+    """, str(db))
+    kind, message, total = done.stdout.splitlines()
+    assert kind == "DiskFullError disk_full", done.stdout + done.stderr
+    assert "full (or a size limit was reached)" in message and str(db) in message
+    assert total == "1"  # nothing of the batch was written
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert [m.content for m in mem.recall("small first")] == ["small first memory"]
+
+
+def test_opening_where_the_shm_cannot_grow_is_a_full_disk(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("kept")
+    before = db.read_bytes()
+    # The -shm SQLite makes on opening takes 32 KiB: a smaller limit refuses it.
+    done = under_size_limit(16_384, """
+        from mnemosyne import Mnemosyne, MnemosyneError
+        try:
+            Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none")
+        except MnemosyneError as error:
+            report(error)
+    """, str(db))
+    assert done.stdout.splitlines()[0] == "DiskFullError disk_full", done.stdout + done.stderr
+    assert db.read_bytes() == before
+
+
+def test_an_io_error_writing_is_a_full_disk_only_where_room_ran_out(tmp_path: Path):
+    from mnemosyne.storage.sqlite.driver_errors import translate
+
+    def io_error(name: str, code: int) -> sqlite3.OperationalError:
+        exc = sqlite3.OperationalError("disk I/O error")
+        exc.sqlite_errorcode, exc.sqlite_errorname = code, name
+        return exc
+
+    db = tmp_path / "m.db"
+    more_than_the_disk = shutil.disk_usage(tmp_path).total + 1
+    # Room to spare and no file-size limit: the disk itself failed.
+    failing = translate(io_error("SQLITE_IOERR_WRITE", 778), db, "remember")
+    assert type(failing) is StorageError and "I/O error" in str(failing)
+    # A write that needed more than the disk has left: a full disk, however SQLite put it.
+    full = translate(io_error("SQLITE_IOERR_WRITE", 778), db, "write the backup", needed=more_than_the_disk)
+    assert isinstance(full, DiskFullError) and f"{more_than_the_disk:,} bytes" in str(full)
+    # A read never runs out of room.
+    read = translate(io_error("SQLITE_IOERR_READ", 266), db, "recall", needed=more_than_the_disk)
+    assert type(read) is StorageError
+
+
+def test_opening_a_database_on_a_full_disk_is_a_full_disk(tmp_path: Path):
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
+    try:
+        db = mount / "m.db"
+        with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+            mem.remember("kept")
+        ballast = os.open(mount / "ballast", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(ballast, b"\0" * 4096):  # until no block is left
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(ballast)
+        # SQLite cannot make the -shm it needs, and says so as a plain I/O error.
+        with pytest.raises(DiskFullError, match="full"):
+            Mnemosyne(session_id="s", db_path=db, embedder="none")
+        (mount / "ballast").unlink()
+        with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+            assert mem.get_stats().total == 1
     finally:
         if subprocess.run(["umount", str(mount)]).returncode != 0:
             subprocess.run(["umount", "-l", str(mount)], check=True)

@@ -8,13 +8,17 @@
     │   ├── NotADatabaseError                    the file is not a (healthy) Mnemosyne database
     │   │   └── CorruptDatabaseError             a SQLite file that is damaged or truncated
     │   ├── ReadOnlyDatabaseError                the file or its folder cannot be written
-    │   ├── DiskFullError                        the disk (or a size limit) is full
+    │   ├── DiskFullError                        the disk (or a size limit) is full, for a write or a backup
     │   └── SchemaVersionError                   the database is newer than this code
     ├── BackupError                              a backup could not be made, verified or restored
     ├── EmbedderError                            the embedding model failed or does not match
     │   └── EmbedderMismatchError                the database was built with another embedder
     ├── MissingDependencyError (also ImportError) an optional extra or package is not installed
     └── LeaseHeldError                           another process holds the sleep lease
+
+A backup, restore or upgrade that runs out of room raises ``DiskFullError``, not
+``BackupError``: nothing is wrong with the database or the backup, and freeing
+space is the fix.
 
 Not an error, and so outside the tree: ``ImportInterrupted``, the
 ``KeyboardInterrupt`` of an import stopped once its memories were committed.
@@ -97,7 +101,8 @@ class ReadOnlyDatabaseError(StorageError):
 
 
 class DiskFullError(StorageError):
-    """The disk (or a file-size limit) is full; the write was rolled back."""
+    """The disk (or a file-size limit) is full; the write (or the backup, restore or
+    upgrade) was rolled back, and nothing was written."""
 
     code = "disk_full"
 

@@ -32,6 +32,7 @@ from ..core.validation import check_seconds, expand_user
 from ..errors import (
     BackupError,
     DatabaseBusyError,
+    DiskFullError,
     InvalidInputError,
     MnemosyneError,
     NotADatabaseError,
@@ -44,6 +45,7 @@ from ..storage.sqlite.backup_file import (
     MANIFEST_SUFFIX,
     BackupManifest,
     check_backup_target,
+    copy_size,
     manifest_path,
     remove_killed_backups,
     sha256_of,
@@ -73,8 +75,9 @@ def create_backup(db_path: str | Path, backup_path: str | Path) -> BackupManifes
     Safe while other threads and processes write: the copy is one consistent
     snapshot. The database is only read, never upgraded (a backup of an older schema
     is upgraded when it is restored), apart from noting the backup's time in it. A
-    backup never replaces anything: an existing
-    ``backup_path`` (or its manifest) raises :class:`InvalidInputError`.
+    backup never replaces anything: an existing ``backup_path`` (or its manifest)
+    raises :class:`InvalidInputError`. A disk (or a file-size limit) without room for
+    the copy raises :class:`DiskFullError` and leaves no backup.
     """
     source, target = _as_path(db_path, "db_path"), _as_path(backup_path, "backup_path")
     if not source.is_file():
@@ -102,7 +105,17 @@ def _snapshot(source: Path, target: Path, checked: bool = False) -> BackupManife
         try:
             return write_backup(conn, source, target, checked=checked)
         except (OSError, sqlite3.Error) as exc:
+            _raise_if_full(exc, target, "write the backup", copy_size(conn))
             raise BackupError(f"cannot write the backup {target}: {exc}; nothing was written", target) from exc
+
+
+def _raise_if_full(exc: OSError | sqlite3.Error, path: Path, action: str, needed: int) -> None:
+    """Raise :class:`DiskFullError` if ``exc`` means the disk holding ``path`` (or a
+    file-size limit) has no room for the ``needed`` bytes: that is no fault of the
+    database or the backup, and freeing space is its fix."""
+    error = translate(exc, path, action, needed=needed)
+    if isinstance(error, DiskFullError):
+        raise error from exc
 
 
 def _backup_source_version(conn: sqlite3.Connection, source: Path) -> int:
@@ -349,6 +362,7 @@ def _copy_into_live(staged: Path, target: Path, busy_timeout: float, mark: str) 
         finally:
             store.close()
     except sqlite3.Error as exc:
+        _raise_if_full(exc, target, "restore into the database", copy_size(source))
         raise BackupError(f"restoring into {target} failed, nothing was changed: {exc}", target) from exc
     finally:
         source.close()
@@ -366,6 +380,8 @@ def _match_page_size(staged: Path, target: Path) -> None:
             conn.execute(f"PRAGMA page_size = {int(wanted)}")
             conn.execute("VACUUM")
     except sqlite3.Error as exc:
+        _raise_if_full(exc, staged, "give the staged copy the database's page size (nothing was restored)",
+                       copy_size(conn))
         raise BackupError(f"cannot give the staged copy {staged} the page size of {target}: {exc}; "
                           "nothing was restored", staged) from exc
     finally:

@@ -126,6 +126,16 @@ def _check_copy(copy: Path, source: Path) -> None:
         )
 
 
+def copy_size(conn: Connection) -> int:
+    """The bytes a copy of the database behind ``conn`` takes (0 if it cannot tell): what
+    a backup needs, to tell a disk too full for it from a failing one."""
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 def database_files(database: Path) -> set[Path]:
     """The database file and the files SQLite keeps beside it: beside the file a
     symlink leads to, where SQLite keeps them."""

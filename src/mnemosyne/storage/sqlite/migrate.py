@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...errors import SchemaVersionError, StorageError
 from .backup_file import (
+    copy_size,
     manifest_path,
     remove_copies_of_backup,
     remove_killed_backups,
@@ -109,14 +110,17 @@ def _copy_aside(path: Path, safety_copy: Path) -> None:
     action = "copy the database aside before upgrading it"
     try:
         reader = open_read_only(path)
-        try:
-            write_backup(reader, path, safety_copy)
-        finally:
-            reader.close()
     except sqlite3.Error as exc:
         raise translate(exc, path, action) from exc
+    try:
+        write_backup(reader, path, safety_copy)
+    except sqlite3.Error as exc:
+        # The copy's size tells a disk (or file-size limit) too small for it from a failing one.
+        raise translate(exc, path, action, needed=copy_size(reader)) from exc
     except OSError as exc:
-        raise translate(exc, safety_copy, action) from exc
+        raise translate(exc, safety_copy, action, needed=copy_size(reader)) from exc
+    finally:
+        reader.close()
 
 
 def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
