@@ -144,10 +144,10 @@ def _record_backup_time(source: Path) -> None:
             store.set_meta("last_backup_at", repr(time.time()))
         finally:
             store.close()
-    except (ReadOnlyDatabaseError, DatabaseBusyError) as exc:
-        # A database on a read-only disk, or held by a long write, can still be
-        # backed up; the backup just made is complete and verified, only its time
-        # goes unrecorded.
+    except (ReadOnlyDatabaseError, DatabaseBusyError, DiskFullError) as exc:
+        # A database on a read-only disk, held by a long write, or on a disk the
+        # backup just filled can still be backed up; the backup just made is
+        # complete and verified, only its time goes unrecorded.
         log.warning("backup: %s was backed up, but the time of the backup is not recorded in it: %s", source, exc)
 
 
