@@ -1024,6 +1024,22 @@ def test_a_backup_backed_up_again_stays_as_it_was(db_path: Path, tmp_path: Path)
     assert verify_backup(tmp_path / "offsite.bak").memory_count == 5
 
 
+def test_backups_rotated_as_hard_links_verify_copy_and_restore(db_path: Path, tmp_path: Path) -> None:
+    # As rsnapshot keeps them. Nothing writes a backup, and it keeps no log, so its
+    # other names are no danger (a database's are: see test_storage_errors.py).
+    seed(db_path)
+    first = tmp_path / "daily.0" / "m.bak"
+    create_backup(db_path, first)
+    rotated = tmp_path / "daily.1" / "m.bak"
+    rotated.parent.mkdir()
+    for made in (first, manifest_path(first)):
+        os.link(made, rotated.parent / made.name)
+    assert verify_backup(rotated).memory_count == 5
+    assert create_backup(rotated, tmp_path / "offsite.bak").memory_count == 5
+    restore_backup(rotated, tmp_path / "restored.db")
+    assert rows(tmp_path / "restored.db") == rows(db_path)
+
+
 def test_a_restore_into_a_backup_is_refused_and_changes_nothing(db_path: Path, tmp_path: Path) -> None:
     seed(db_path)
     one, two = tmp_path / "one.bak", tmp_path / "two.bak"

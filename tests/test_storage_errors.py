@@ -31,7 +31,7 @@ from mnemosyne import (
     StorageError,
 )
 from mnemosyne.dr.doctor import diagnose
-from mnemosyne.dr.recovery import create_backup
+from mnemosyne.dr.recovery import create_backup, restore_backup
 from size_limit import under_size_limit
 
 
@@ -425,3 +425,84 @@ def test_a_relative_path_whose_working_directory_is_gone_is_a_storage_error(tmp_
             Mnemosyne(db_path="m.db", embedder="none")
     finally:
         os.chdir(here)
+
+
+WRITER = """
+import sys
+from mnemosyne import Mnemosyne
+
+with Mnemosyne(session_id=sys.argv[2], db_path=sys.argv[1], embedder="none") as mem:
+    for i in range(40):
+        mem.remember(f"{sys.argv[2]} note {i}")
+"""
+
+
+def write_at_once(*paths: Path) -> list[tuple[int, str]]:
+    """Run WRITER through each path in a process of its own, all at once; return each
+    process's exit status and error output."""
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"writer-{i}"], stderr=subprocess.PIPE, text=True)
+        for i, path in enumerate(paths)
+    ]
+    outcomes = []
+    for writer in writers:
+        errors = writer.communicate(timeout=120)[1]
+        outcomes.append((writer.returncode, errors))
+    return outcomes
+
+
+def mnemosyne_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mnemosyne", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_a_database_file_with_two_names_is_refused_by_every_way_in_and_left_as_it_was(tmp_path: Path):
+    db = tmp_path / "a.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("written before the second name was made")
+    backup = tmp_path / "backups" / "a.bak"
+    create_backup(db_path=db, backup_path=backup)
+    other = tmp_path / "b.db"
+    os.link(db, other)  # as `cp -al` or a second mount of the same disk makes
+    before = db.read_bytes()
+    # Two processes writing through the two names would each keep a log of their own.
+    for status, errors in write_at_once(db, other):
+        assert status == 1 and "2 names (hard links)" in errors, errors
+    for path in (db, other):
+        with pytest.raises(StorageError, match=r"one file with 2 names \(hard links\).*symbolic link is fine") as info:
+            Mnemosyne(db_path=path, embedder="none")
+        assert info.value.path == str(path)
+    with pytest.raises(StorageError, match="hard links"):  # a session id only a stored session may have
+        Mnemosyne(session_id="x" * 300, db_path=other, embedder="none")
+    with pytest.raises(StorageError, match="hard links"):
+        create_backup(db_path=other, backup_path=tmp_path / "backups" / "b.bak")
+    with pytest.raises(StorageError, match="hard links"):
+        restore_backup(backup_path=backup, db_path=other)
+    (problem,) = diagnose(other).problems
+    assert problem.name == "file" and "hard links" in problem.detail
+    for command in (["doctor"], ["export", str(tmp_path / "out.jsonl")], ["stats"]):
+        done = mnemosyne_cli(*command, "--db", str(other))
+        assert done.returncode == 3 and "hard links" in done.stdout + done.stderr, (command, done.stderr)
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "b.db", "backups"]
+    assert sorted(p.name for p in backup.parent.iterdir()) == ["a.bak", "a.bak.manifest.json"]
+    other.unlink()  # one name again, as the error asks
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert [m.content for m in mem.recall("second name")] == ["written before the second name was made"]
+        assert mem.doctor().ok
+
+
+def test_a_symbolic_link_to_a_database_shares_its_log(tmp_path: Path):
+    # What the refusal of a second name suggests instead: SQLite follows the link to
+    # the file, and keeps the log beside the file, whichever name a process used.
+    db = tmp_path / "real" / "m.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("written through the file's own name")
+    link = tmp_path / "app" / "m.db"
+    link.parent.mkdir()
+    link.symlink_to(db)
+    for status, errors in write_at_once(db, link):
+        assert status == 0, errors
+    with Mnemosyne(session_id="s", db_path=link, embedder="none") as mem:
+        assert mem.get_stats().total == 81
+        assert mem.doctor().ok
+    assert [p.name for p in link.parent.iterdir()] == ["m.db"]

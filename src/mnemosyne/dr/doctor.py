@@ -27,6 +27,7 @@ from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.backup_file import timestamp_for_names
 from ..storage.sqlite.connection import open_read_only
 from ..storage.sqlite.derived import present
+from ..storage.sqlite.file_names import refuse_other_names
 from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, rebuilt_by_upgrade
 
 _FILE_CHECKS = ("file", "open", "integrity", "schema", "read")
@@ -87,6 +88,7 @@ def repair(db_path: str | Path, backup_path: str | Path | None = None) -> Doctor
     from .recovery import create_backup
 
     path = _as_path(db_path)
+    refuse_other_names(path)  # its fix is its own, not a restore
     before = diagnose(path)
     broken = tuple(c.name.removeprefix("index:") for c in before.problems if c.name.startswith("index:"))
     # Rebuilding indexes needs a readable file of a known schema; row-level findings
@@ -211,6 +213,10 @@ def _lost(conn: sqlite3.Connection) -> DoctorCheck:
 
 
 def _file_problem(path: Path) -> str | None:
+    try:
+        refuse_other_names(path)
+    except StorageError as exc:  # reading it by this name would miss its writers' log
+        return str(exc)
     if not path.exists():
         return f"there is no database at {path}"
     if not path.is_file():

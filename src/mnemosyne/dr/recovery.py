@@ -54,6 +54,7 @@ from ..storage.sqlite.backup_file import (
 )
 from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_immutable, open_read_only
 from ..storage.sqlite.driver_errors import translate
+from ..storage.sqlite.file_names import refuse_other_names
 from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
 from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned, temporary_file
 
@@ -94,7 +95,7 @@ def _snapshot(source: Path, target: Path, checked: bool = False) -> BackupManife
     remove_killed_backups(target.parent, glob.escape(target.name))  # a killed backup's, to this path
     check_backup_target(source, target)  # before the source is even opened
     try:
-        conn = open_read_only(source)
+        conn = open_read_only(source, backup=manifest_path(source).exists())  # a backup copied off site
     except sqlite3.Error as exc:
         raise translate(exc, source, "open the database to back up") from exc
     with closing(conn):
@@ -196,7 +197,8 @@ def restore_backup(
     and the restored file renamed into place: stop the processes using it first,
     as they would go on writing to the file moved aside. A target other processes
     keep locked longer than ``busy_timeout`` seconds raises :class:`DatabaseBusyError`
-    and is left as it is. A symlink is restored through, to the file it points at:
+    and is left as it is, and so is a target with other names (hard links), with
+    :class:`StorageError`. A symlink is restored through, to the file it points at:
     that file (with the ``-wal``/``-shm`` beside it) is replaced or moved aside, its
     safety copy saved beside it, and the symlink stays as it is.
     """
@@ -210,6 +212,9 @@ def restore_backup(
             f"db_path {target} is a backup (its manifest is beside it), not a database to restore into; "
             "restore into the database's own path"
         )
+    # Restored by one name, the database would still be written by its others, each
+    # with a log of its own: refused before anything is staged beside it.
+    refuse_other_names(target)
     _refuse_foreign_target(target)
     mark = None
     try:
@@ -484,7 +489,7 @@ _MANIFEST_TYPES: dict[str, type] = {
 
 def _check_database(path: Path) -> None:
     try:
-        conn = open_read_only(path)
+        conn = open_read_only(path, backup=True)
         try:
             result = conn.execute("PRAGMA integrity_check").fetchall()
             conn.execute("SELECT count(*) FROM memories").fetchone()

@@ -112,7 +112,7 @@ def remove_copies_of_backup(backup: Path, pattern: str) -> None:
 
 
 def _check_copy(copy: Path, source: Path) -> None:
-    conn = open_read_only(copy)
+    conn = open_read_only(copy, backup=True)
     try:
         problems = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(5)")]
     except sqlite3.DatabaseError as exc:  # too damaged to list what is wrong
@@ -168,7 +168,7 @@ def _exists(path: Path) -> str:
 
 def _describe(backup: Path, source: Path) -> BackupManifest:
     digest, size = sha256_of(backup)
-    conn = open_read_only(backup)
+    conn = open_read_only(backup, backup=True)
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         counts = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())

@@ -34,6 +34,7 @@ from typing import TypeVar
 from ... import _fork
 from ...errors import ReadOnlyDatabaseError, SchemaVersionError, StorageError
 from .driver_errors import is_busy, translate
+from .file_names import refuse_other_names
 from .migrations import LATEST_VERSION, refuse_foreign
 
 T = TypeVar("T")
@@ -470,7 +471,9 @@ def open_immutable(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path.resolve().as_uri() + "?immutable=1", uri=True)
 
 
-def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
+def open_read_only(
+    path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S, *, backup: bool = False
+) -> sqlite3.Connection:
     """A plain connection that can never create or write ``path``.
 
     A ``file:`` URI, so that SQLite opens it read-only; quoted (``as_uri``), so that
@@ -480,7 +483,15 @@ def open_read_only(path: Path, timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlit
     Where it cannot (a folder this process may not write), the read is refused with
     :class:`ReadOnlyDatabaseError` saying so, rather than reading the file as if no
     one could be writing it: someone else may be, and the read would be stale.
+
+    A database file with other names (hard links) is refused with :class:`StorageError`
+    before anything is opened (see :mod:`.file_names`): read by another name, it would
+    be read without the log its writers keep. A ``backup`` may have them: nothing
+    writes it and it keeps no log, so backups rotated as hard links (as rsnapshot
+    does) are read as they are.
     """
+    if not backup:
+        refuse_other_names(path)
     conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=timeout)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
