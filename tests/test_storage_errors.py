@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -506,3 +507,54 @@ def test_a_symbolic_link_to_a_database_shares_its_log(tmp_path: Path):
         assert mem.get_stats().total == 81
         assert mem.doctor().ok
     assert [p.name for p in link.parent.iterdir()] == ["m.db"]
+
+
+KILLED_WRITER = """
+import os, sys
+from mnemosyne import Mnemosyne
+
+mem = Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none")
+for i in range(30):
+    mem.remember(f"committed note {i}")
+os.kill(os.getpid(), 9)  # no checkpoint at close: the last writes stay in the -wal
+"""
+
+
+@pytest.mark.parametrize("left", ["missing", "empty"])
+def test_a_leftover_wal_is_refused_and_kept_not_discarded_by_a_new_database(tmp_path: Path, left: str):
+    db, wal = tmp_path / "m.db", tmp_path / "m.db-wal"
+    subprocess.run([sys.executable, "-c", KILLED_WRITER, str(db)], timeout=120)
+    assert wal.stat().st_size > 0
+    moved = tmp_path / "moved" / "m.db"
+    moved.parent.mkdir()
+    db.rename(moved)  # the file alone: its -wal and -shm stay behind
+    if left == "empty":
+        db.touch()
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    refused = rf"{left}, but {re.escape(str(wal))} is left over.*Put the database file back.*move m\.db-wal"
+    with pytest.raises(StorageError, match=refused) as info:
+        Mnemosyne(session_id="s", db_path=db, embedder="none")
+    assert info.value.path == str(db)
+    if left == "empty":  # a long session id is looked up in the file before it is opened
+        with pytest.raises(StorageError, match=refused):
+            Mnemosyne(session_id="x" * 300, db_path=db, embedder="none")
+        with pytest.raises(StorageError, match=refused):
+            create_backup(db_path=db, backup_path=tmp_path / "backups" / "m.bak")
+    (problem,) = diagnose(db).problems
+    assert problem.name == "file" and re.search(refused, problem.detail), problem.detail
+    done = mnemosyne_cli("remember", "a fresh start", "--db", str(db))
+    assert done.returncode == 3 and re.search(refused, done.stderr), done.stderr
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == files
+    if left == "empty":
+        db.unlink()
+    moved.rename(db)  # put back, as the error asks: every committed memory is there
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert mem.get_stats().total == 30
+        assert mem.doctor().ok
+
+
+def test_an_empty_leftover_wal_is_no_obstacle(tmp_path: Path):
+    (tmp_path / "m.db-wal").touch()  # it holds no write to lose
+    with Mnemosyne(session_id="s", db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember("the first memory")
+        assert mem.get_stats().total == 1

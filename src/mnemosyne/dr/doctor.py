@@ -27,7 +27,7 @@ from ..models import DoctorCheck, DoctorReport
 from ..storage.sqlite.backup_file import timestamp_for_names
 from ..storage.sqlite.connection import open_read_only
 from ..storage.sqlite.derived import present
-from ..storage.sqlite.file_names import refuse_other_names
+from ..storage.sqlite.file_names import refuse_leftover_wal, refuse_other_names
 from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, rebuilt_by_upgrade
 
 _FILE_CHECKS = ("file", "open", "integrity", "schema", "read")
@@ -88,7 +88,8 @@ def repair(db_path: str | Path, backup_path: str | Path | None = None) -> Doctor
     from .recovery import create_backup
 
     path = _as_path(db_path)
-    refuse_other_names(path)  # its fix is its own, not a restore
+    refuse_other_names(path)  # their fixes are their own, not a restore
+    refuse_leftover_wal(path)
     before = diagnose(path)
     broken = tuple(c.name.removeprefix("index:") for c in before.problems if c.name.startswith("index:"))
     # Rebuilding indexes needs a readable file of a known schema; row-level findings
@@ -214,8 +215,11 @@ def _lost(conn: sqlite3.Connection) -> DoctorCheck:
 
 def _file_problem(path: Path) -> str | None:
     try:
+        # Read by this name it would be read without its writers' log; and reading an
+        # empty file deletes a -wal left over beside it.
         refuse_other_names(path)
-    except StorageError as exc:  # reading it by this name would miss its writers' log
+        refuse_leftover_wal(path)
+    except StorageError as exc:
         return str(exc)
     if not path.exists():
         return f"there is no database at {path}"

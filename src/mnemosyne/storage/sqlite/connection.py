@@ -34,7 +34,7 @@ from typing import TypeVar
 from ... import _fork
 from ...errors import ReadOnlyDatabaseError, SchemaVersionError, StorageError
 from .driver_errors import is_busy, translate
-from .file_names import refuse_other_names
+from .file_names import refuse_leftover_wal, refuse_other_names
 from .migrations import LATEST_VERSION, refuse_foreign
 
 T = TypeVar("T")
@@ -484,14 +484,15 @@ def open_read_only(
     :class:`ReadOnlyDatabaseError` saying so, rather than reading the file as if no
     one could be writing it: someone else may be, and the read would be stale.
 
-    A database file with other names (hard links) is refused with :class:`StorageError`
-    before anything is opened (see :mod:`.file_names`): read by another name, it would
-    be read without the log its writers keep. A ``backup`` may have them: nothing
-    writes it and it keeps no log, so backups rotated as hard links (as rsnapshot
-    does) are read as they are.
+    A database file with other names (hard links), and a ``-wal`` left over where the
+    file is missing or empty (which even a read-only open deletes), are refused with
+    :class:`StorageError` before anything is opened (see :mod:`.file_names`). A
+    ``backup`` may have other names: nothing writes it and it keeps no log, so
+    backups rotated as hard links (as rsnapshot does) are read as they are.
     """
     if not backup:
         refuse_other_names(path)
+        refuse_leftover_wal(path)
     conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, timeout=timeout)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...core.validation import expand_user
 from .driver_errors import translate
-from .file_names import refuse_other_names
+from .file_names import refuse_leftover_wal, refuse_other_names
 
 
 def session_is_stored(conn: sqlite3.Connection, session_id: str) -> bool:
@@ -43,6 +43,7 @@ def file_holds_session(path: str | Path, session_id: str, busy_timeout: float) -
     if not file.is_file():
         return False
     refuse_other_names(file)  # a read by a second name would miss the writers' log, and close it
+    refuse_leftover_wal(file)  # opening an empty file deletes the -wal beside it
     # Read-write though it only reads: closing last, it removes the -wal and -shm
     # files reading a WAL database makes, which a read-only connection leaves behind.
     # mode=rw never creates the file.

@@ -35,7 +35,7 @@ from .cjk_index import index_edited
 from .connection import DEFAULT_BUSY_TIMEOUT_S, Database, open_immutable
 from .context_index import refresh_contexts
 from .derived import present
-from .file_names import refuse_other_names
+from .file_names import refuse_leftover_wal, refuse_other_names
 from .idempotency import existing_id, for_key, stored_hashes
 from .importing import ImportRows
 from .levelling import catch_up, lagging
@@ -456,6 +456,7 @@ def prepare_path(path: str | Path) -> Path:
             f"`mnemosyne restore {db_path} --db <database>`, or look inside a copy of it"
         )
     refuse_other_names(db_path)
+    refuse_leftover_wal(db_path)
     # The file's header is deliberately not read with open(): closing any descriptor
     # of a database file drops every POSIX lock this process holds on it, including
     # those of other open connections (a classic SQLite corruption). SQLite reads it
