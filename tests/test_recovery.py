@@ -256,13 +256,15 @@ def test_backing_up_an_old_schema_leaves_it_as_it_is(tmp_path: Path) -> None:
         assert mem.get_stats().total == 4
 
 
+@pytest.mark.parametrize("user_version", [0, 3, 12])  # an application's own schema number, if any
 def test_another_applications_database_is_not_backed_up_restored_over_or_changed(
-    db_path: Path, tmp_path: Path
+    db_path: Path, tmp_path: Path, user_version: int
 ) -> None:
     foreign = tmp_path / "app.sqlite"
     conn = sqlite3.connect(foreign)
     conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
     conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    conn.execute(f"PRAGMA user_version = {user_version}")
     conn.commit()
     conn.close()
     before = sha256(foreign)

@@ -33,6 +33,7 @@ from mnemosyne import (
 )
 from mnemosyne.dr.doctor import diagnose
 from mnemosyne.dr.recovery import create_backup, restore_backup
+from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
 from size_limit import under_size_limit
 
 
@@ -64,19 +65,37 @@ def test_a_file_that_is_not_sqlite(tmp_path: Path):
     assert not isinstance(info.value, CorruptDatabaseError)
 
 
-def test_another_applications_sqlite_database_is_refused_and_left_as_it_was(tmp_path: Path):
+# Many applications number their schemas in user_version, as Mnemosyne does: one
+# below, equal to and above this release's.
+@pytest.mark.parametrize("user_version", [0, 3, LATEST_VERSION, LATEST_VERSION + 3])
+def test_another_applications_sqlite_database_is_refused_and_left_as_it_was(tmp_path: Path, user_version: int):
     app = tmp_path / "app.sqlite"
     conn = sqlite3.connect(app)
     conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
     conn.execute("INSERT INTO customers (name) VALUES ('Ada')")
+    conn.execute(f"PRAGMA user_version = {user_version}")
     conn.commit()
     conn.close()
     before = app.read_bytes()
     with pytest.raises(NotADatabaseError, match="another application's SQLite database") as info:
-        Mnemosyne(db_path=app)
+        Mnemosyne(db_path=app, embedder="none")
     assert "customers" in str(info.value) and info.value.path == str(app)
+    assert not isinstance(info.value, CorruptDatabaseError)
     assert app.read_bytes() == before  # no tables added, still in rollback-journal mode
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+    (problem,) = diagnose(app).problems
+    assert problem.name == "schema" and "another application's (tables customers" in problem.detail
+    assert app.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]
+
+
+def test_a_mnemosyne_database_with_a_table_of_its_users_own_still_opens(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        mem.remember("stored before the user's table was added")
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("CREATE TABLE my_notes (body TEXT)")
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert mem.get_stats().total == 1
 
 
 def test_an_empty_sqlite_file_becomes_a_database(tmp_path: Path):

@@ -28,7 +28,7 @@ from ..storage.sqlite.backup_file import timestamp_for_names
 from ..storage.sqlite.connection import open_read_only
 from ..storage.sqlite.derived import present
 from ..storage.sqlite.file_names import refuse_leftover_wal, refuse_other_names
-from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, rebuilt_by_upgrade
+from ..storage.sqlite.migrations import LATEST_VERSION, MIGRATIONS, foreign_reason, rebuilt_by_upgrade
 
 _FILE_CHECKS = ("file", "open", "integrity", "schema", "read")
 
@@ -148,6 +148,9 @@ def _integrity(conn: sqlite3.Connection) -> DoctorCheck:
 
 
 def _schema(conn: sqlite3.Connection) -> tuple[int, DoctorCheck]:
+    reason = foreign_reason(conn)
+    if reason is not None:  # its user_version, if any, is its own application's
+        return 0, DoctorCheck("schema", False, f"not a Mnemosyne database: another application's ({reason})")
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > LATEST_VERSION:
         return version, DoctorCheck(

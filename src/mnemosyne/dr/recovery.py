@@ -55,7 +55,7 @@ from ..storage.sqlite.backup_file import (
 from ..storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_S, open_immutable, open_read_only
 from ..storage.sqlite.driver_errors import translate
 from ..storage.sqlite.file_names import refuse_other_names
-from ..storage.sqlite.migrations import LATEST_VERSION, refuse_foreign
+from ..storage.sqlite.migrations import LATEST_VERSION, foreign_reason, refuse_foreign
 from ..storage.sqlite.snapshot import fsync_dir, fsync_file, remove_abandoned, temporary_file
 
 log = logging.getLogger("mnemosyne.dr")
@@ -286,7 +286,7 @@ def _refuse_foreign_target(target: Path) -> None:
     is (an unreadable file is the restore's to move aside)."""
     if not target.is_file():
         return
-    if _schema_version_on_disk(target):
+    if _schema_on_disk(target):
         return  # a Mnemosyne schema: no need to copy the file to look
     with tempfile.TemporaryDirectory() as folder:
         # Probed as a copy, with its -wal (an app's tables may sit only there), so the
@@ -308,9 +308,17 @@ def _refuse_foreign_target(target: Path) -> None:
             conn.close()
 
 
-def _schema_version_on_disk(path: Path) -> int:
-    """The ``user_version`` in the file's header (0 if unreadable)."""
-    return _read_pragma(path, "user_version")
+def _schema_on_disk(path: Path) -> bool:
+    """Whether the file itself (its -wal aside) holds a Mnemosyne schema: its
+    ``user_version`` alone may be another application's."""
+    try:
+        conn = open_immutable(path)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0]) > 0 and foreign_reason(conn) is None
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
 
 
 def _read_pragma(path: Path, pragma: str) -> int:

@@ -163,6 +163,8 @@ class Database:
         def setup(conn: sqlite3.Connection) -> None:
             # The first real read tells a foreign or damaged file from a database.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            # By its tables, before its user_version is trusted: another application's
+            # may set one too, and would be switched to WAL mode as ours below.
             refuse_foreign(conn, self.path)
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
             if version > LATEST_VERSION:  # a newer release's file: not even its journal mode is changed

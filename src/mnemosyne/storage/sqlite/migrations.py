@@ -385,25 +385,47 @@ _OUR_TABLES = frozenset(name for _, name in _CREATED_BY_US) | {"schema_migration
 _OUR_SHADOW_PREFIXES = tuple(f"{name}_" for virtual, name in _CREATED_BY_US if virtual)
 
 
+# Tables every release's migration 1 created, with the schema number: other
+# applications number their schemas in user_version too, so the number alone does
+# not make a database ours.
+_MARKS = frozenset({"meta", "memories", "schema_migrations"})
+
+
 def refuse_foreign(conn: sqlite3.Connection, path: str | Path) -> None:
     """Raise :class:`NotADatabaseError` if ``conn`` is another application's database.
 
-    A file without a Mnemosyne schema (``user_version`` 0) that already holds tables
-    of its own belongs to someone else: initialising it would add our tables and
-    switch it to WAL mode behind that application's back. An empty file is fine.
+    A Mnemosyne database is told by its tables, not by ``user_version`` alone, which
+    many applications set. A file that holds tables of its own and no Mnemosyne
+    schema belongs to someone else: initialising or upgrading it would add our
+    tables and switch it to WAL mode behind that application's back. An empty file
+    is fine. Reads only: call it before anything is written.
     """
-    if int(conn.execute("PRAGMA user_version").fetchone()[0]) != 0:
-        return
-    names = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
-    foreign = sorted(
+    reason = foreign_reason(conn)
+    if reason is not None:
+        raise NotADatabaseError(
+            f"{path} is another application's SQLite database ({reason}); it was left unchanged: "
+            "point db_path at a new file or at a Mnemosyne database",
+            path,
+        )
+
+
+def foreign_reason(conn: sqlite3.Connection) -> str | None:
+    """What shows ``conn``'s database to be another application's (its tables, and a
+    ``user_version`` no Mnemosyne schema set), or None if it is ours or empty."""
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    names = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    if version != 0 and _MARKS <= names:
+        return None  # ours, of any release, newer ones included: the caller compares the version
+    theirs = sorted(
         name for name in names
         if name not in _OUR_TABLES and not name.startswith(("sqlite_", *_OUR_SHADOW_PREFIXES))
     )
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise NotADatabaseError(
-            f"{path} is another application's SQLite database (tables {shown}, no "
-            "Mnemosyne schema); it was left unchanged: point db_path at a new file or at a "
-            "Mnemosyne database",
-            path,
-        )
+    if version == 0:
+        return None if not theirs else f"tables {_listed(theirs)}, no Mnemosyne schema"
+    shown = theirs or sorted(name for name in names if not name.startswith("sqlite_"))
+    tables = f"tables {_listed(shown)}" if shown else "no tables"
+    return f"{tables}; its user_version {version} is that application's, not a Mnemosyne schema"
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
