@@ -15,6 +15,7 @@ from mnemosyne.core.consolidation import (
     Plan,
     Record,
     SleepPolicy,
+    StoredSummary,
     plan_consolidation,
     reachable_from_active,
     represented,
@@ -363,6 +364,28 @@ def test_a_summary_stands_only_for_sentences_it_quotes_word_for_word():
     for r in records:
         folded = plan.updates.get(r.id, {}).get("status") == "consolidated"
         assert folded == (r.content in summary.content), r.content
+
+
+def test_a_newer_value_supersedes_one_behind_a_summary_which_stops_quoting_it_in_the_same_change():
+    texts = ["Rollout of v2 started on the west cluster.", "The staging database host is db-staging-2.internal.",
+             "Rollout of v2 finished without errors on the west cluster."]
+    records = [record(i, t, NOW - 5 * DAY + i * 60) for i, t in enumerate(texts)]
+    first = plan_consolidation(records, NOW - 3 * DAY)
+    after, links = apply(records, first)
+    (summary,) = first.created
+    assert all(r.status == "consolidated" for r in after if r.kind != "summary")
+    after.append(record(9, "The staging database host is db-staging-3.internal.", NOW - DAY))
+    stored = {summary.key: StoredSummary(summary.sources, {"consolidate": "represented"})}
+    plan = plan_consolidation(after, NOW, summarised=summary.sources, stored_summaries=stored)
+    assert plan.updates["m0001"]["status"] == "superseded"
+    assert plan.updates[summary.key]["content"] == without_quotes_of(summary.content, texts[1], [texts[0], texts[2]])
+    assert count_changes(plan, {r.id: r.strength for r in after}) == plan.counts
+    # Stopping the quote and superseding the value go in together, or wait together.
+    for changed in ("m0001", "m0009", summary.key):
+        kept, held = hold_back(plan, {changed}, {r.id: r.strength for r in after})
+        assert not {"m0001", summary.key} & set(kept.updates) and not kept.links
+    done, links = apply(after, plan)
+    assert plan_consolidation(done, NOW + 60, summarised=summary.sources, stored_summaries=stored).empty
 
 
 def test_a_text_forgotten_as_shared_is_not_folded_across_sessions_by_a_global_copy():

@@ -503,6 +503,51 @@ def test_a_new_value_supersedes_every_memory_stating_the_old_one(mem: Mnemosyne)
     assert mem.get(first).status == "superseded"
 
 
+@pytest.mark.parametrize("importance", [0.5, 0.9])  # consolidated behind the summary, or kept beside it
+def test_a_newer_value_supersedes_one_a_summary_quotes_and_the_summary_stops_quoting_it(
+    mem: Mnemosyne, tmp_path: Path, importance: float
+):
+    texts = ["Rollout of v2 started on the west cluster.", "The staging database host is db-staging-2.internal.",
+             "Rollout of v2 finished without errors on the west cluster."]
+    ids = [mem.remember(text, importance=importance if i == 1 else 0.5, created_at=OLD + i * 60)
+           for i, text in enumerate(texts)]
+    assert mem.sleep().summaries == 1
+    (summary,) = [m for m in mem.recall("rollout", top_k=10) if m.kind == "summary"]
+    mem.remember("The staging database host is db-staging-3.internal.", created_at=OLD + 2 * DAY)
+    before = rows(tmp_path / "m.db")
+    report = mem.sleep()
+    assert report.superseded == 1 and mem.get(ids[1]).status == "superseded"
+    assert "db-staging-2" not in mem.get(summary.id).content
+    assert "Rollout of v2 started on the west cluster." in mem.get(summary.id).content
+    assert [mem.get(i).status for i in (ids[0], ids[2])] == ["consolidated", "consolidated"]
+    hits = mem.recall("what is the staging database host", top_k=5)
+    assert hits[0].content == "The staging database host is db-staging-3.internal."
+    assert all("db-staging-2" not in m.content for m in hits)
+    assert mem.recall("db-staging-2", top_k=5, include_consolidated=True)[0].id == ids[1]  # kept, linked
+    assert mem.sleep().changed_rows == 0
+    mem.undo_sleep(report.id)
+    assert rows(tmp_path / "m.db") == before
+    assert any("db-staging-2" in m.content for m in mem.recall("staging database host", top_k=5))
+
+
+def test_a_summary_that_quoted_only_the_old_value_is_superseded_with_it(mem: Mnemosyne, tmp_path: Path):
+    mem.remember("Cloned the repository", created_at=OLD)
+    old = mem.remember("The staging database host is db-staging-2.internal", created_at=OLD + 120)
+    mem.remember("Installed the requirements", created_at=OLD + 240)
+    assert mem.sleep().summaries == 1
+    (summary,) = [m for m in mem.recall("staging database host", top_k=10) if m.kind == "summary"]
+    assert mem.get(old).status == "consolidated"
+    new = mem.remember("The staging database host is db-staging-3.internal", created_at=OLD + 2 * DAY)
+    before = rows(tmp_path / "m.db")
+    report = mem.sleep()
+    assert report.superseded == 2 and {mem.get(old).status, mem.get(summary.id).status} == {"superseded"}
+    assert [m.id for m in mem.recall("what is the staging database host", top_k=3)][0] == new
+    assert all("db-staging-2" not in m.content for m in mem.recall("staging database host", top_k=10))
+    assert mem.sleep().changed_rows == 0
+    mem.undo_sleep(report.id)
+    assert rows(tmp_path / "m.db") == before
+
+
 @pytest.mark.parametrize("change", ["update", "forget"])
 def test_a_fact_changed_while_sleep_plans_keeps_its_change_and_supersedes_nothing(
     mem: Mnemosyne, monkeypatch, change: str

@@ -89,7 +89,7 @@ def run_sleep(
         plan = plan_consolidation(
             snapshot.records, started if now is None else now, policy, vectors=vecs,
             summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
-            episode_labels=snapshot.labels, unshared=snapshot.unshared,
+            episode_labels=snapshot.labels, unshared=snapshot.unshared, stored_summaries=snapshot.summaries,
         )
         check_stop()
         run_id = new_id()

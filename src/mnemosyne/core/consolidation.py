@@ -6,7 +6,9 @@ order, each on what the previous ones left active:
 
 1. **expire** memories past ``valid_until`` (status ``expired``: hidden, kept);
 2. **supersede** an older "<subject> is <value>" fact by a newer one with another
-   value for the same subject (the old one is kept, linked, status ``superseded``);
+   value for the same subject (the old one is kept, linked, status ``superseded``),
+   wherever the old one lives: active, or consolidated behind a summary, which
+   stops quoting it;
 3. **merge** near-duplicates into one member (the canonical memory: a global one,
    else the earliest), which takes the latest sighting, the summed occurrence count
    and the highest importance, and keeps its own ``created_at`` (when it happened:
@@ -38,7 +40,14 @@ from .dedup import DupRules, duplicate_groups, fact_key, quoted_words, values
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
-from .summarise import extractive_summary, split_header, split_sentences, summary_header
+from .summarise import (
+    NOTHING_LEFT,
+    extractive_summary,
+    split_header,
+    split_sentences,
+    summary_header,
+    without_quotes_of,
+)
 from .validation import finite_number, whole_number
 
 DAY = 86_400.0
@@ -184,6 +193,15 @@ class Link:
     kind: str  # 'summarises' | 'merges' | 'supersedes'
 
 
+@dataclass(frozen=True, slots=True)
+class StoredSummary:
+    """A summary an earlier sleep made: the events it summarises (in time order) and
+    the rule that judged which of them it stands for (see :func:`consolidation_rule`)."""
+
+    sources: tuple[str, ...]
+    rule: object = None
+
+
 # What a sleep report counts, per rule (SleepReport's fields of these names).
 COUNTED = ("merged", "summaries", "summarised", "superseded", "expired", "promoted", "decayed", "reinforced")
 
@@ -196,6 +214,9 @@ class Plan:
     created: list[NewRecord] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    # Memories whose changes stand or fall together beyond a link: a summary's new
+    # text, the values it stopped quoting and what superseded them.
+    bound: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -219,6 +240,7 @@ def plan_consolidation(
     open_episodes: Mapping[str, float] | None = None,
     episode_labels: Mapping[str, str] | None = None,
     unshared: Collection[str] = (),
+    stored_summaries: Mapping[str, StoredSummary] | None = None,
 ) -> Plan:
     """Decide what one sleep changes; pure and deterministic.
 
@@ -229,6 +251,8 @@ def plan_consolidation(
     when each was last written to (its start, if never).
     ``unshared``: :func:`sharing_key` of shared memories that were forgotten: their
     sessions' copies are not shared again.
+    ``stored_summaries``: the summaries earlier sleeps made, by id: one quoting a
+    value superseded now stops quoting it.
 
     >>> plan = plan_consolidation(records, now=time.time())
     >>> plan.counts["merged"], len(plan.created)
@@ -237,6 +261,7 @@ def plan_consolidation(
     policy = policy or SleepPolicy()
     plan = Plan()
     state = {m.id: m for m in memories}
+    done = set(summarised)
     active = sorted((m for m in memories if m.status == "active"), key=lambda m: (m.created_at, m.id))
 
     def live() -> list[Record]:
@@ -262,6 +287,7 @@ def plan_consolidation(
     # (a shared fact stands for several sessions: none of their later words replace it),
     # and never by or of a fact with an expiry: once it expired, the one it replaced
     # would be nowhere.
+    superseded_by: dict[str, str] = {}  # what this sleep supersedes -> the newer value
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
         # supersedes them all, or a repeat of the old value would still be current.
@@ -278,15 +304,20 @@ def plan_consolidation(
                     plan.set(old.id, status="superseded")
                     plan.links.append(Link(newer.id, old.id, "supersedes"))
                     plan.counts["superseded"] += 1
+                    superseded_by[old.id] = newer.id
 
-        for m in live():
+        # A value an earlier sleep consolidated behind a summary is still a value: a
+        # newer one supersedes it, or the summary would keep recalling it as current.
+        behind_summaries = [m for m in memories if m.status == "consolidated" and m.id in done]
+        for m in sorted([*live(), *behind_summaries], key=lambda m: (m.created_at, m.id)):
             if m.kind == "summary" or m.session_id == SHARED_SESSION or m.valid_until is not None:
                 continue
             fact = fact_key(m.content)
             if fact is None:
                 continue
             # A fact promoted now is a value among its session's and among the global ones.
-            scopes = ("session", "global") if m.scope == "session" and global_after_sleep(m) else (m.scope,)
+            promoted = m.status == "active" and m.scope == "session" and global_after_sleep(m)
+            scopes = ("session", "global") if promoted else (m.scope,)
             for slot in [(m.session_id, scope, fact.attribute, fact.kind) for scope in scopes]:
                 previous = latest.get(slot)
                 if fact.negated:
@@ -301,6 +332,8 @@ def plan_consolidation(
                     continue
                 supersede(previous[1] if previous is not None else [], m)
                 latest[slot] = (fact.value, [m])
+
+    _unquote_superseded(plan, state, stored_summaries or {}, superseded_by, value)
 
     # 3. merge near-duplicates into a global member if there is one, else into the
     # earliest. Across sessions only repeats (the same words in the same order) group,
@@ -374,7 +407,6 @@ def plan_consolidation(
             plan.counts["promoted"] += 1
 
     # 5. summarise closed episodes of session events
-    done = set(summarised)
     # A memory that expires is left out: a summary quoting it would carry its text
     # past its valid_until, and hiding it behind one would keep it from expiring.
     events = [
@@ -416,6 +448,37 @@ def plan_consolidation(
         else:
             del plan.updates[memory_id]
     return plan
+
+
+def _unquote_superseded(plan: Plan, state: Mapping[str, Record], summaries: Mapping[str, StoredSummary],
+                        superseded_by: Mapping[str, str], value: Any) -> None:
+    """Each active summary quoting a value superseded now stops quoting it, as it
+    would if that value were edited (:func:`without_quotes_of`); what the shorter
+    summary no longer says comes back. One left saying nothing is an older value
+    too: superseded, linked, by what superseded the last value it quoted."""
+    for summary_id, stored in summaries.items():
+        summary = state.get(summary_id)
+        sources = [state[s] for s in stored.sources if s in state]
+        gone = [m for m in sources if m.id in superseded_by]
+        if summary is None or summary.kind != "summary" or value(summary, "status") != "active" or not gone:
+            continue
+        # A repeat of an old value is superseded with it: no source says it any more.
+        others = [m.content for m in sources if value(m, "status") != "superseded"]
+        text = summary.content
+        for old in gone:
+            text = without_quotes_of(text, old.content, others)
+        if text == summary.content:
+            continue
+        plan.bound.append((summary_id, *(m.id for m in gone), *(superseded_by[m.id] for m in gone)))
+        if text == NOTHING_LEFT:
+            plan.set(summary_id, status="superseded")
+            plan.links.append(Link(superseded_by[gone[-1].id], summary_id, "supersedes"))
+            plan.counts["superseded"] += 1
+            continue
+        plan.set(summary_id, content=text)
+        for m in sources:
+            if value(m, "status") == "consolidated" and not still_stands_for(m.content, text, stored.rule):
+                plan.set(m.id, status="active")
 
 
 def strength(m: Record, now: float, policy: SleepPolicy) -> float:

@@ -4,7 +4,8 @@ Sleep plans from a snapshot, without a lock, and applies the plan under the writ
 lock. A memory edited or forgotten in between keeps its edit, and the changes the
 plan ties to it wait for the next sleep: a new memory stands or falls with its
 sources, a link with its two ends (a summary quoting an edited text, or a merge
-into a forgotten copy, would be wrong). Everything else holds, as if the edit had
+into a forgotten copy, would be wrong), a summary's new text with the values it
+stopped quoting. Everything else holds, as if the edit had
 come just after the sleep. Planning everything again instead would never finish on
 a database where something changes every few seconds.
 """
@@ -26,7 +27,8 @@ def hold_back(plan: Plan, changed: Collection[str], strengths: Mapping[str, floa
     >>> kept, held = hold_back(plan, {"0193..."}, {r.id: r.strength for r in records})
     """
     ties_of: dict[str, list[set[str]]] = defaultdict(list)
-    for tie in [{new.key, *new.sources} for new in plan.created] + [{link.src, link.dst} for link in plan.links]:
+    for tie in ([{new.key, *new.sources} for new in plan.created] + [{link.src, link.dst} for link in plan.links]
+                + [set(bound) for bound in plan.bound]):
         for end in tie:
             ties_of[end].append(tie)
     held, reached = set(changed), list(changed)
@@ -38,6 +40,7 @@ def hold_back(plan: Plan, changed: Collection[str], strengths: Mapping[str, floa
         updates={memory_id: changes for memory_id, changes in plan.updates.items() if memory_id not in held},
         created=[new for new in plan.created if new.key not in held],
         links=[link for link in plan.links if link.src not in held],  # its ends are held together
+        bound=[bound for bound in plan.bound if bound[0] not in held],
     )
     kept.counts = count_changes(kept, strengths)
     return kept, held - {new.key for new in plan.created}

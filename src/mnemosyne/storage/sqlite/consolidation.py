@@ -16,18 +16,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.consolidation import Plan, Record
+from ...core.consolidation import Plan, Record, StoredSummary
 from ...core.hold_back import hold_back
 from ...errors import InvalidInputError, LeaseHeldError
 from ..base import NewMemory
+from .cjk_index import index_edited
 from .context_index import refresh_contexts
 from .rows import Inserting, audit, dump_json, select_in
 from .standing import unshared_keys
 from .store import SQLiteStore
 
 SLEEP_LEASE = "sleep"
-# Columns sleep may change on an existing memory (and undo restores).
-_MUTABLE = ("status", "scope", "importance", "strength", "occurrences", "last_seen_at", "created_at")
+# Columns sleep may change on an existing memory (and undo restores): a summary's
+# text too, once it stops quoting a superseded value.
+_MUTABLE = ("status", "scope", "importance", "strength", "occurrences", "last_seen_at", "created_at",
+            "content", "content_hash")
 # Columns that decide which context windows an event is in (every status is an event).
 _PLACES = {"scope", "created_at"}
 _RECORD_SQL = (
@@ -46,6 +49,7 @@ class Snapshot:
     open_episodes: dict[str, float]  # id -> when it was last written to
     labels: dict[str, str]
     unshared: set[str]  # sharing keys of shared memories forgotten
+    summaries: dict[str, StoredSummary] = field(default_factory=dict)  # active ones, by id
 
 
 @dataclass(slots=True)
@@ -107,6 +111,18 @@ class SleepStore:
                 "SELECT dst_id FROM memory_links WHERE kind = 'summarises'")}
             episodes = conn.execute("SELECT id, label, ended_at FROM episodes").fetchall()
             unshared = set(unshared_keys(conn))
+            sources: dict[str, list[str]] = {}
+            rules: dict[str, object] = {}
+            for link in conn.execute(
+                "SELECT l.src_id, l.dst_id, s.metadata FROM memory_links AS l "
+                "JOIN memories AS s ON s.id = l.src_id JOIN memories AS m ON m.id = l.dst_id "
+                "WHERE l.kind = 'summarises' AND s.kind = 'summary' AND s.status = 'active' "
+                "ORDER BY m.created_at, m.seq"
+            ):
+                sources.setdefault(link["src_id"], []).append(link["dst_id"])
+                if link["src_id"] not in rules:
+                    metadata = json.loads(link["metadata"] or "{}")
+                    rules[link["src_id"]] = metadata.get("rule") if isinstance(metadata, dict) else None
             # When each open episode was last written to: the planner treats one
             # silent for long as left open by a process that died.
             open_episodes = dict(conn.execute(
@@ -123,6 +139,7 @@ class SleepStore:
             open_episodes=open_episodes,
             labels={row["id"]: row["label"] for row in episodes},
             unshared=unshared,
+            summaries={key: StoredSummary(tuple(ids), rules[key]) for key, ids in sources.items()},
         )
 
     # -- applying -------------------------------------------------------------------
@@ -155,6 +172,8 @@ class SleepStore:
             undo: dict[str, Any] = {"updates": {}, "inserted": []}
             moved = _Moved()
             for memory_id, changes in plan.updates.items():
+                if "content" in changes:
+                    changes = {**changes, "content_hash": _hash(changes["content"])}
                 columns = [c for c in _MUTABLE if c in changes]
                 old = conn.execute(
                     f"SELECT {', '.join(columns)}, updated_at FROM memories WHERE id = ?", (memory_id,)
@@ -169,6 +188,8 @@ class SleepStore:
                 )
                 if _PLACES & set(columns):
                     moved.note(conn, memory_id)
+                if "content" in changes:
+                    _reindex(conn, memory_id, moved)
             with Inserting(conn, "sleep") as inserting:
                 for new in plan.created:
                     memory_id = new_ids[new.key]
@@ -256,6 +277,8 @@ class SleepStore:
                 )
                 if _PLACES & set(old):
                     moved.note(conn, memory_id)
+                if "content" in old:
+                    _reindex(conn, memory_id, moved)
             moved.refresh(conn)
             conn.execute("UPDATE sleep_runs SET status = 'undone' WHERE id = ?", (run_id,))
             audit(conn, "undo_sleep", None, None, {"run": run_id})
@@ -298,6 +321,17 @@ def _refuse_if_changed_since(conn: sqlite3.Connection, run_id: str, finished_at:
             f"forgotten since ({shown}), and undoing it would silently revert that; nothing was "
             "changed. Edit or forget the memories it made one by one instead"
         )
+
+
+def _reindex(conn: sqlite3.Connection, memory_id: str, moved: _Moved) -> None:
+    """``memory_id`` was given other text: its text index follows, its vector goes
+    (embedded again after the sleep, as an edited memory's is), and the context
+    windows holding its text are rewritten."""
+    row = conn.execute("SELECT seq, session_id, created_at, content FROM memories WHERE id = ?",
+                       (memory_id,)).fetchone()
+    index_edited(conn, row["seq"], row["session_id"], row["created_at"], row["content"])
+    conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (row["seq"],))
+    moved.note(conn, memory_id)
 
 
 def _changed(conn: sqlite3.Connection, memory_id: str, expected: dict[str, float]) -> bool:
