@@ -240,6 +240,12 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("My kids are Tom and Anna.", "My kids are 5 and 7."),
     ("The CEO is Jane Doe.", "The CEO is 54."),
     ("The rate limit is 100 per minute.", "The rate limit is 5000 per day."),
+    ("The rate limit is 100 requests per minute.", "The rate limit is 5000 requests per day."),
+    ("The rate limit is 100 requests per minute.", "The rate limit is 100 tokens per minute."),
+    # A number followed by more than its unit's words starts a description.
+    ("The plan is 3 steps to rewrite the auth service.", "The plan is 5 steps to rewrite the billing service."),
+    ("The answer is 42 because the tests say so.", "The answer is 43 because the docs say so."),
+    ("The rate limit is 100 requests per minute per user.", "The rate limit is 200 requests per minute per IP."),
     ("The API rate limit is 100/min.", "The API rate limit is 5000/day."),
     ("The Pro plan price is $45/month.", "The Pro plan price is $400/year."),
     ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
@@ -260,6 +266,10 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The meeting is at 10am.", "The meeting is at noon."),
     ("The office is in Frankfurt.", "The office is in Dublin."),
     ("The rate limit is 100 per minute.", "The rate limit is 250 per minute."),
+    # A number with the words of its unit is one value, however many they are.
+    ("The rate limit is 100 requests per minute.", "The rate limit is 200 requests per minute."),
+    ("The build server is 2 GB of RAM.", "The build server is 8 GB of RAM."),
+    ("The quota is five hundred calls a day.", "The quota is 800 calls a day."),
     ("The CEO is Jane Doe.", "The CEO is Bob Smith."),
     ("The Python version is 3.12.", "The Python version is 3.13."),
     # Values with dots and colons inside: addresses, hosts, links, times.

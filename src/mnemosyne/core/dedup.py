@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .fingerprint import content_hash
-from .lexical import tokenize
+from .lexical import STOPWORDS, tokenize
 from .validation import finite_number, whole_number
 
 
@@ -364,6 +364,10 @@ class _Anchors:
 # -- facts ---------------------------------------------------------------------------
 
 MAX_VALUE_WORDS = 3
+# A number may take more words, its unit's: "100 requests per minute", "2 GB of RAM"
+# are one value each, a number with its unit. Only unit words, and "per", "a",
+# "of" between them: "3 steps to rewrite the auth service" is a description.
+MAX_UNIT_WORDS = 4
 
 # "<subject> is <value>" ("is now", "changed to"), one sentence, after a word that
 # marks a correction. Deliberately narrow: only this shape, no other colon (one
@@ -464,10 +468,28 @@ def fact_key(text: str) -> Fact | None:
     # so is "Alice is 34".)
     named = all(_NAME.fullmatch(word) for word in written)
     # Words as written: an address or a link is one ("ana@mail.com", three tokens).
-    if len(said.split()) > MAX_VALUE_WORDS or (named and not any(c.isdigit() for c in said)):
+    if not _few_words(said) or (named and not any(c.isdigit() for c in said)):
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
     return Fact(" ".join(subject + relation), _kind_of_value(said, value), " ".join(value), negation is not None)
+
+
+def _few_words(value: str) -> bool:
+    """Whether ``value`` (as written) is short enough to be a value: a few words, or
+    a number and the words of its unit ("100 requests per minute").
+
+    >>> _few_words("100 requests per minute"), _few_words("3 steps to rewrite the service")
+    (True, False)
+    """
+    words = value.split()
+    if len(words) <= MAX_VALUE_WORDS:
+        return True
+    number, *units = [word.strip(_TRAILING_PUNCTUATION).lower() for word in words]
+    return (
+        (any(ch.isdigit() for ch in number) or number in _NUMBER_WORDS)
+        and len(units) <= MAX_UNIT_WORDS
+        and all(word.isalpha() and (word not in STOPWORDS or word in _PER | {"of"}) for word in units)
+    )
 
 
 def _describes(value: str) -> bool:
