@@ -398,6 +398,21 @@ def test_a_newer_value_supersedes_one_behind_a_summary_which_stops_quoting_it_in
     assert plan_consolidation(done, NOW + 60, summarised=summary.sources, stored_summaries=stored).empty
 
 
+def test_a_summary_quotes_only_the_events_it_hides_and_is_not_made_to_hide_nothing():
+    texts = ["Opened the ledger rate limit module to read the docstring.",
+             "Decision: use Redis for rate limiting via the RateLimiter class.",
+             "Ran the linter on the ledger rate limit module with no issues."]
+    records = [record(i, t, NOW - 3 * DAY + i * 60, importance=0.9 if i == 1 else 0.3) for i, t in enumerate(texts)]
+    plan = plan_consolidation(records, NOW)
+    (summary,) = plan.created
+    assert texts[1] not in summary.content and texts[0] in summary.content and summary.importance == 0.3
+    assert summary.sources == ("m0000", "m0001", "m0002") and "status" not in plan.updates["m0001"]
+    assert plan.counts["summarised"] == 2
+    important = [dataclasses.replace(r, importance=0.9) for r in records]
+    plan = plan_consolidation(important, NOW)
+    assert not plan.created and not plan.links and plan.counts["summaries"] == 0
+
+
 def test_a_text_forgotten_as_shared_is_not_folded_across_sessions_by_a_global_copy():
     text = "The VPN gateway for the Berlin office is vpn-ber.example.net"
     records = [record(1, text, NOW - 3 * DAY, session="s1", scope="global", importance=0.95),

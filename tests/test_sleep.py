@@ -252,6 +252,34 @@ def test_sources_a_summarisers_gist_leaves_out_stay_in_view_and_a_second_sleep_c
     assert mem.sleep(summariser=lambda texts: "unused").changed_rows == 0
 
 
+def test_an_event_that_stays_in_view_is_not_repeated_by_its_summary(mem: Mnemosyne):
+    decision = "Decision: use Redis for rate limiting via the RateLimiter class"
+    texts = ["Opened src/ledger/ratelimit.py to read the docstring", decision,
+             "Ran `ruff check src/ledger/ratelimit.py`: no issues", "Ran `pytest tests/test_api.py -q`: 31 passed"]
+    ids = [mem.remember(text, importance=0.8 if text == decision else 0.2, created_at=OLD + i * 60)
+           for i, text in enumerate(texts)]
+    given: list[list[str]] = []
+    report = mem.sleep(summariser=lambda texts: given.append(list(texts)) or ". ".join(texts) + ".")
+    assert (report.summaries, report.summarised) == (1, 3) and mem.get(ids[1]).status == "active"
+    assert given == [[texts[0], texts[2], texts[3]]]  # a summariser is not handed it either
+    hits = mem.recall("what did we decide about rate limiting", top_k=3)
+    assert [decision in m.content for m in hits].count(True) == 1
+    (summary,) = [m for m in mem.recall("ratelimit ruff pytest", top_k=10) if m.kind == "summary"]
+    assert summary.importance == 0.2  # as important as what it condenses
+    assert summary.content.startswith("Summary of episode (4 events")  # it still covers the episode
+    assert mem.sleep().changed_rows == 0
+
+
+def test_no_summary_is_made_when_every_event_stays_in_view(mem: Mnemosyne):
+    ids = [mem.remember(f"Decision {i}: the release train leaves every {day}", importance=0.9,
+                        created_at=OLD + i * 60) for i, day in enumerate(["Monday", "Tuesday", "Friday"])]
+    report = mem.sleep()
+    assert (report.summaries, report.summarised) == (0, 0)
+    assert {mem.get(i).status for i in ids} == {"active"}
+    assert all(m.kind != "summary" for m in mem.recall("release train decision", top_k=10))
+    assert mem.sleep().changed_rows == 0
+
+
 def test_bad_arguments_change_nothing(mem: Mnemosyne):
     with pytest.raises(InvalidInputError):
         mem.sleep(summariser="not callable")

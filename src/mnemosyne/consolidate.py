@@ -132,7 +132,7 @@ def _summarise(
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemosyne-summariser")
     try:
         for summary in (new for new in plan.created if new.kind == "summary"):
-            future = pool.submit(summariser, list(summary.source_texts))
+            future = pool.submit(summariser, summary.condensed_texts)
             try:
                 text = future.result(timeout=timeout)
                 if not isinstance(text, str) or not text.strip():

@@ -20,7 +20,9 @@ order, each on what the previous ones left active:
    asks: it shows a session's own text, source and metadata to every session);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
    a source is marked ``consolidated`` when the summary represents it (or, with
-   ``consolidate="all"``, always), unless it is important enough to stay in view;
+   ``consolidate="all"``, always), unless it is important enough to stay in view,
+   when the summary does not quote it; a summary that would hide no source is not
+   made;
 6. **decay / reinforce** the strength of what is still active.
 """
 
@@ -184,6 +186,12 @@ class NewRecord:
     occurrences: int = 1
     episode_id: str | None = None
     label: str | None = None
+    kept: tuple[str, ...] = ()  # sources of a summary that stay in view: it does not quote them
+
+    @property
+    def condensed_texts(self) -> list[str]:
+        """The texts a summary condenses: its sources' but those that stay in view."""
+        return [text for source, text in zip(self.sources, self.source_texts, strict=True) if source not in self.kept]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,16 +432,25 @@ def plan_consolidation(
             or end + policy.summarise_after > now
         ):
             continue
-        summary = _summary(key, members, labels.get(key), policy, now, value)
+        # Sources important enough to stay in view speak for themselves: the summary
+        # condenses the others, and quoting one that stays would have recall return
+        # its text twice. A summary that would hide none of them is not made: all it
+        # said, recall finds in the events themselves.
+        staying = tuple(m.id for m in members if value(m, "importance") >= policy.keep_importance)
+        condensed = [m for m in members if m.id not in staying]
+        if not condensed:
+            continue
+        summary = _summary(key, members, condensed, staying, labels.get(key), policy, now, value)
+        hidden = [m for m in condensed
+                  if policy.consolidate == "all" or represented(m.content, summary.content, policy)]
+        if not hidden:
+            continue
         plan.created.append(summary)
         plan.counts["summaries"] += 1
-        for m in members:
-            plan.links.append(Link(key, m.id, "summarises"))
-            if value(m, "importance") < policy.keep_importance and (
-                policy.consolidate == "all" or represented(m.content, summary.content, policy)
-            ):
-                plan.set(m.id, status="consolidated")
-                plan.counts["summarised"] += 1
+        plan.links.extend(Link(key, m.id, "summarises") for m in members)
+        for m in hidden:
+            plan.set(m.id, status="consolidated")
+            plan.counts["summarised"] += 1
 
     # 6. decay and reinforce what is still active
     for m in live():
@@ -494,14 +511,17 @@ def strength(m: Record, now: float, policy: SleepPolicy) -> float:
     return round(max(m.importance, 0.5 ** (age_days / half_life)), 2)
 
 
-def _summary(key: str, members: list[Record], label: str | None, policy: SleepPolicy, now: float,
-             value: Any) -> NewRecord:
+def _summary(key: str, members: list[Record], condensed: list[Record], kept: tuple[str, ...],
+             label: str | None, policy: SleepPolicy, now: float, value: Any) -> NewRecord:
+    """The summary of an episode (``members``) that quotes ``condensed``, those of
+    its events that do not stay in view (``kept``), and is as important as they are."""
     start, end = members[0].created_at, members[-1].created_at
     name = f"'{label}'" if label else "episode"
     header = summary_header(name, len(members), start, end)
     texts = tuple(m.content for m in members)
-    extract = extractive_summary(texts, header, policy.summary_max_chars, policy.summary_max_sentences)
-    importance = max(value(m, "importance") for m in members)
+    extract = extractive_summary([m.content for m in condensed], header, policy.summary_max_chars,
+                                 policy.summary_max_sentences)
+    importance = max(value(m, "importance") for m in condensed)
     record = Record(
         id=key, session_id=members[0].session_id, scope="session", kind="summary", status="active",
         content=extract.text, content_hash="", importance=importance, created_at=start, last_seen_at=end,
@@ -510,7 +530,7 @@ def _summary(key: str, members: list[Record], label: str | None, policy: SleepPo
         key=key, kind="summary", session_id=members[0].session_id, scope="session", content=extract.text,
         importance=importance, created_at=start, last_seen_at=end,
         strength=strength(record, now, policy), episode_id=key,
-        sources=tuple(m.id for m in members), source_texts=texts, label=label,
+        sources=tuple(m.id for m in members), source_texts=texts, label=label, kept=kept,
     )
 
 
