@@ -391,7 +391,7 @@ def test_a_shared_copy_edited_into_a_symbol_variant_gives_each_session_its_own_b
             Mnemosyne(session_id="s2", db_path=db, embedder="none") as b:
         mine = a.remember("We build the release CLI with C# tooling", created_at=OLD)
         b.remember("We build the release CLI with C# tooling", created_at=OLD + 5)
-        assert a.sleep().promoted == 1
+        assert a.sleep(policy=SleepPolicy(promote_recurring=True)).promoted == 1
         shared = next(m for m in a.recall("release CLI tooling") if m.session_id == "mnemosyne:shared")
         a.update(shared.id, content="We build the release CLI with C++ tooling")
         assert a.get(mine).status == "active"

@@ -617,7 +617,8 @@ def test_recurring_knowledge_is_promoted_to_global():
         record(2, "the staging database lives on db-stage-2 in eu-west.", NOW - 4 * DAY, session="b"),
         record(3, "Customer prefers invoices by email", NOW - 4 * DAY, session="a", importance=0.95),
     ]
-    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10, promote_importance=0.9))
+    sharing = SleepPolicy(min_episode_size=10, promote_recurring=True, promote_importance=0.9)
+    plan = plan_consolidation(records, NOW, sharing)
     # A new global memory of the shared text; each session's own row stays its own.
     (shared,) = plan.created
     assert (shared.kind, shared.scope, shared.content) == ("fact", "global", records[0].content)
@@ -625,8 +626,8 @@ def test_recurring_knowledge_is_promoted_to_global():
     assert {link.dst for link in plan.links if link.src == shared.key} == {"m0001", "m0002"}
     assert plan.updates["m0001"] == plan.updates["m0002"] == {"status": "consolidated"}
     assert plan.updates["m0003"]["scope"] == "global"
-    no_promotion = SleepPolicy(min_episode_size=10, promote_recurring=False, promote_importance=None)
-    plan = plan_consolidation(records, NOW, no_promotion)
+    # By default a session's text stays its own, whoever else says the same.
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
     assert plan.counts["promoted"] == 0 and plan.counts["merged"] == 0
 
 
@@ -645,14 +646,29 @@ def test_sessions_share_only_exact_repeats_and_never_each_others_rows():
     assert plan.created == [] and "scope" not in plan.updates.get("m0003", {})
 
 
+@pytest.mark.parametrize("sharing", [False, True])
+def test_a_short_repeat_folds_into_the_global_copy_in_one_sleep(sharing):
+    # One word is too short for the word index: only its hash finds the global copy,
+    # past another session's copy that may not take it.
+    records = [record(0, "deploy", NOW - 5 * DAY, session="s1"),
+               record(1, "deploy", NOW - 5 * DAY + 60, session="s1", scope="global"),
+               record(2, "deploy", NOW - 5 * DAY + 120, session="s2")]
+    policy = SleepPolicy(min_episode_size=10, promote_recurring=sharing)
+    plan = plan_consolidation(records, NOW, policy)
+    assert {link.dst for link in plan.links if link.src == "m0001"} == {"m0000", "m0002"}
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, policy).empty
+
+
 def test_shared_memories_of_alike_texts_stay_apart_and_a_second_plan_is_empty():
     alike = ["The staging database runs on port 5433 in eu-west",
              "The staging database runs on port 5433 in eu-west now"]
     records = [record(i, alike[i // 2], NOW - 5 * DAY + i * 60, session=f"s{i}") for i in range(4)]
-    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    sharing = SleepPolicy(min_episode_size=10, promote_recurring=True)
+    plan = plan_consolidation(records, NOW, sharing)
     assert sorted(new.content for new in plan.created) == alike  # one per text, as each pair repeats it
     after, links = apply(records, plan)
-    assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10)).empty
+    assert plan_consolidation(after, NOW + 60, sharing).empty
 
 
 def test_only_represented_sources_leave_default_recall_unless_told_all():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import InvalidInputError, MemoryNotFoundError, Mnemosyne
+from mnemosyne.core.consolidation import SleepPolicy
 
 
 @pytest.fixture
@@ -21,10 +22,12 @@ def agents(tmp_path: Path):
 
 @pytest.fixture
 def trio(tmp_path: Path):
-    """Three lexical-only agents, a, b and c, on one database."""
-    with Mnemosyne(session_id="a", db_path=tmp_path / "shared.db", embedder="none") as a, \
-            Mnemosyne(session_id="b", db_path=tmp_path / "shared.db", embedder="none") as b, \
-            Mnemosyne(session_id="c", db_path=tmp_path / "shared.db", embedder="none") as c:
+    """Three lexical-only agents, a, b and c, on one database, whose sleep shares what
+    several sessions say alike."""
+    sharing = SleepPolicy(promote_recurring=True)
+    with Mnemosyne(session_id="a", db_path=tmp_path / "shared.db", embedder="none", sleep_policy=sharing) as a, \
+            Mnemosyne(session_id="b", db_path=tmp_path / "shared.db", embedder="none", sleep_policy=sharing) as b, \
+            Mnemosyne(session_id="c", db_path=tmp_path / "shared.db", embedder="none", sleep_policy=sharing) as c:
         yield a, b, c
 
 
@@ -84,6 +87,18 @@ def test_private_neighbours_never_make_a_global_memory_findable(agents):
     hits = b.recall("Bluebird acquisition target", explain=True)
     assert all(h.explanation["content"] == 0 and h.explanation["context"] == 0 for h in hits)
     assert [m.content for m in b.recall("all-hands meeting")] == ["the all-hands meeting moved to Friday"]
+
+
+def test_by_default_sleep_keeps_a_note_two_sessions_hold_private_to_each(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b, \
+            Mnemosyne(session_id="c", db_path=db, embedder="none") as c:
+        a.remember("The vault passphrase is Hinterland-42", created_at=time.time() - 10 * 86_400)
+        b.remember("The vault passphrase is Hinterland-42", created_at=time.time() - 9 * 86_400)
+        assert a.sleep().promoted == 0
+        assert c.recall("vault passphrase") == []  # a third session never sees it
+        assert [m.session_id for m in b.recall("vault passphrase")] == ["b"]
 
 
 def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(trio):

@@ -252,6 +252,7 @@ def test_import_without_header_and_with_blank_lines(tmp_path: Path) -> None:
 # -- episodes, links and sleep state (format version 2) ---------------------------------
 
 DAY = 86_400.0
+SHARING = SleepPolicy(promote_recurring=True)  # what several sessions say alike is shared
 NOW = time.time()
 # Columns that follow the row rather than the memory: its place in this file, and
 # when this database last wrote it.
@@ -704,7 +705,7 @@ def test_a_shared_memory_forgotten_is_not_shared_again_after_import(tmp_path: Pa
     with Mnemosyne(session_id="a", db_path=db) as a, Mnemosyne(session_id="b", db_path=db) as b:
         a.remember(text)
         b.remember(text)
-        a.sleep()
+        a.sleep(policy=SHARING)
         a.forget(a.recall("staging password")[0].id)  # the shared memory: each keeps its own copy
         a.export_jsonl(export)
     unshared = [json.loads(line) for line in export.read_text().splitlines() if '"unshared"' in line]
@@ -712,7 +713,7 @@ def test_a_shared_memory_forgotten_is_not_shared_again_after_import(tmp_path: Pa
     for _ in range(2):
         with Mnemosyne(session_id="a", db_path=fresh) as a:
             a.import_jsonl(export)
-            assert a.sleep().promoted == 0  # not shared again here either
+            assert a.sleep(policy=SHARING).promoted == 0  # not shared again here either
     with sqlite3.connect(fresh) as conn:
         recorded = conn.execute("SELECT count(*) FROM audit_log WHERE detail LIKE '%unshared%'").fetchone()[0]
     assert recorded == 1  # the second import added nothing

@@ -104,7 +104,9 @@ class SleepPolicy:
     consolidate: str = "represented"
     min_info_words: int = 2
     duplicates: DupRules = field(default_factory=DupRules)
-    promote_recurring: bool = True  # a text repeated in >= 2 sessions is shared as a new global memory
+    # A text repeated in >= 2 sessions is shared as a new global memory. Opt-in: a
+    # session memory is private by its scope, whoever else happens to say the same.
+    promote_recurring: bool = False
     # Session memories this important become global (None: never). Opt-in: the row
     # itself goes global, its source and metadata with it.
     promote_importance: float | None = None
@@ -365,7 +367,9 @@ def plan_consolidation(
             return False  # a copy in another's keeping could outlive its valid_until
         if shared_as(anchor) in unshared:  # forgotten as shared: never folded across sessions again
             return False
-        to_share = a.scope != "global" and b.scope != "global"  # a new shared memory would hold them
+        # A new shared memory would hold them; one that step 4 makes global holds them
+        # itself, as it would at the next sleep.
+        to_share = not (global_after_sleep(a) or global_after_sleep(b))
         if to_share and not policy.promote_recurring:
             return False
         return shared_as(anchor) == shared_as(item)
@@ -373,7 +377,7 @@ def plan_consolidation(
     groups = duplicate_groups(
         [m.id for m in candidates], [m.content_hash for m in candidates],
         [m.content for m in candidates], policy.duplicates, vectors, compatible,
-        kept=lambda i: candidates[i].scope == "global",
+        kept=lambda i: global_after_sleep(candidates[i]),
     )
     for group in groups:
         members = [candidates[i] for i in group]
@@ -384,7 +388,7 @@ def plan_consolidation(
             "importance": max(m.importance for m in members),
             "created_at": min(m.created_at for m in members),
         }
-        kept = next((m for m in members if m.scope == "global"), None)  # visible to every session
+        kept = next((m for m in members if global_after_sleep(m)), None)  # visible to every session
         if kept is None and len({m.session_id for m in members}) > 1:
             keeper = f"shared:{members[0].id}"
             plan.created.append(NewRecord(

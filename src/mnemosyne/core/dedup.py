@@ -180,7 +180,10 @@ def duplicate_groups(
         ordered = sorted(words, key=lambda w: (frequency[w], w))
         return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
 
-    anchor_of_hash: dict[str, int] = {}
+    # Hash -> what is matched against with that hash: the anchor, and a kept copy,
+    # which a text too short for the word index ("deploy") finds only here. (An anchor
+    # that may not take an item, another session's, must not hide a kept copy that may.)
+    matched_by_hash: dict[str, list[int]] = defaultdict(list)
     # Prefix word -> anchors, apart for each tuple of values: only texts stating the
     # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
     # would otherwise probe every earlier anchor for every text.
@@ -191,7 +194,7 @@ def duplicate_groups(
 
     def match_against(i: int, group: int, head: list[tuple[tuple[str, ...], str]]) -> None:
         group_of[i] = group
-        anchor_of_hash.setdefault(hashes[i], i)
+        matched_by_hash[hashes[i]].append(i)
         for key in head:
             postings[key].append(i)
         if i in unit:
@@ -208,10 +211,7 @@ def duplicate_groups(
         )
 
     for i in range(n):
-        candidates: set[int] = set()
-        exact = anchor_of_hash.get(hashes[i])
-        if exact is not None:
-            candidates.add(exact)
+        candidates: set[int] = set(matched_by_hash.get(hashes[i], ()))
         lexical = len(sets[i]) >= rules.min_tokens
         head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:
