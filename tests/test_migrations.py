@@ -48,7 +48,8 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 
 @pytest.mark.parametrize(
     ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
-                           ("schema_v6.db", 14), ("schema_v7.db", 14), ("schema_v8.db", 18)]
+                           ("schema_v6.db", 14), ("schema_v7.db", 14), ("schema_v8.db", 18),
+                           ("schema_v9.db", 18)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten

@@ -12,13 +12,19 @@ then scores the shortlist exactly.
 
 Staying current across processes: appends are picked up by ``seq``; anything else
 (deletes, changed filter columns, late vectors) bumps ``meta.index_epoch`` through
-triggers, and a changed epoch means a full reload. Both checks are one cheap query.
+triggers, which log in ``index_changes`` the memory each new epoch is about. A
+process then reads just those memories again: it drops the rows of those gone and
+rewrites the others in place (at 100k x 384, a reload after one forget or edit took
+0.7-0.9 s). An epoch the log cannot account for (a restore, a log pruned past it,
+more changes than are worth catching up) means a full reload.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,6 +87,52 @@ def sign_codes(vectors: np.ndarray) -> np.ndarray:
     return bits.view(np.uint64)
 
 
+def _coder(table: dict[str, int]) -> Callable[[str], int]:
+    """A value's code in ``table``, a new one for a value not seen before."""
+
+    def code(value: str) -> int:
+        found = table.get(value)
+        if found is None:
+            found = table[value] = len(table)
+        return found
+
+    return code
+
+
+class _Rows(NamedTuple):
+    """Rows read for the index, sound vectors only, in seq order, columns coded."""
+
+    seqs: np.ndarray
+    matrix: np.ndarray
+    session: np.ndarray
+    is_global: np.ndarray
+    status: np.ndarray
+    kind: np.ndarray
+    source: np.ndarray
+    created: np.ndarray
+    valid_until: np.ndarray
+
+    def take(self, keep: np.ndarray) -> _Rows:
+        return _Rows(*(column[keep] for column in self))
+
+
+# What the index holds of a memory. A damaged vector (another type or length, or not
+# ``sound_rows``; ``mnemosyne doctor`` finds it) is left out: its memory is found by
+# its words, and embedded at recall like any other without a vector.
+_READ = (
+    "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, m.valid_until "
+    "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
+    "WHERE typeof(v.vector) = 'blob' AND length(v.vector) = ? AND "
+)
+# Rows decoded and coded at a time: a block's float32 vectors and sign bits stay in
+# the cache between the passes over them (at 100k x 384, 0.09 s rather than 0.13-0.9 s
+# to decode, 0.03 s rather than 0.05-0.3 s for the sign bits).
+_BLOCK = 4096
+# Changes caught up one by one, at most: past this (and past an eighth of the index),
+# reading every vector again is about as quick. ``index_changes`` keeps 10,000.
+_CATCH_UP_MIN = 1_000
+
+
 class VectorIndex:
     """Cosine search over one database's vectors (exact up to ``EXACT_UP_TO``), kept
     in sync lazily."""
@@ -92,18 +144,27 @@ class VectorIndex:
         self._clear()
 
     def __len__(self) -> int:
-        return self._size
+        return self._size - self._dead
 
     def _clear(self) -> None:
-        self._size = 0
         self._max_seq = 0
+        self._session_codes: dict[str, int] = {}
+        self._source_codes: dict[str, int] = {}
+        self._empty()
+
+    def _empty(self) -> None:
+        """No rows (the columns' codes are kept)."""
+        self._size = 0
+        self._dead = 0  # rows of forgotten or changed memories, left out of every search
         # Columns with spare capacity, doubled when full, so appending one memory
-        # does not copy the whole matrix.
+        # does not copy the whole matrix. Rows are in seq order, as a fresh process
+        # reads them, so ties fall the same way in every process.
         self._seqs = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
         # Sign codes word by word (one row per word), so a distance is a few
         # contiguous passes rather than a strided one.
         self._codes = np.zeros((-(-self.dimension // 64), 0), dtype=np.uint64)
+        self._live = np.zeros(0, dtype=bool)
         self._session = np.zeros(0, dtype=np.int32)
         self._global = np.zeros(0, dtype=bool)
         self._status = np.zeros(0, dtype=np.int8)
@@ -111,8 +172,6 @@ class VectorIndex:
         self._source = np.zeros(0, dtype=np.int32)
         self._created = np.zeros(0, dtype=np.float64)
         self._valid_until = np.zeros(0, dtype=np.float64)  # +inf: no expiry
-        self._session_codes: dict[str, int] = {}
-        self._source_codes: dict[str, int] = {}
         self._masks: dict[tuple, np.ndarray] = {}
         # Episode windows: each episodic row's previous and next row in its session's
         # time order (-1: none), among all of the session's episodic rows and among
@@ -127,24 +186,155 @@ class VectorIndex:
         with self._lock:
             epoch = conn.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()[0]
             if epoch != self._epoch:
-                self._clear()
+                changed = self._changes(conn, epoch)
+                if changed is None or not self._catch_up(conn, changed):
+                    self._clear()
                 self._epoch = epoch
-            # A damaged vector (another type or length, or not ``sound_rows``;
-            # ``mnemosyne doctor`` finds it) is left out: its memory is found by its
-            # words, and embedded at recall like any other without a vector.
-            rows = conn.execute(
-                "SELECT v.seq, v.vector, m.session_id, m.scope, m.status, m.kind, m.source, m.created_at, "
-                "m.valid_until "
-                "FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.seq "
-                "WHERE v.seq > ? AND typeof(v.vector) = 'blob' AND length(v.vector) = ? ORDER BY v.seq",
-                (self._max_seq, 2 * self.dimension),  # float16
-            ).fetchall()
-            if rows:
-                matrix = decode_vectors([r["vector"] for r in rows], self.dimension)
-                sound = sound_rows(matrix)
-                if sound.any():
-                    self._append([r for r, ok in zip(rows, sound, strict=True) if ok], matrix[sound])
-                self._max_seq = int(rows[-1]["seq"])
+            added, self._max_seq = self._read(conn, "v.seq > ? ORDER BY v.seq", (self._max_seq,), self._max_seq)
+            if added is not None:
+                self._append(added)
+
+    def _changes(self, conn: sqlite3.Connection, epoch: str) -> np.ndarray | None:
+        """The seqs of the memories changed since this index's epoch, from
+        ``index_changes``; None when it cannot say (an epoch moved by a restore, a
+        log pruned past it, too many changes to be worth catching up)."""
+        try:
+            then, now = int(str(self._epoch)), int(str(epoch))
+        except ValueError:
+            return None
+        if not 0 < now - then <= max(_CATCH_UP_MIN, len(self) // 8):
+            return None
+        try:
+            seqs = conn.execute("SELECT seq FROM index_changes WHERE epoch > ? AND epoch <= ?", (then, now)).fetchall()
+        except sqlite3.OperationalError:  # a database of an older schema, read as it is
+            return None
+        if len(seqs) != now - then:
+            return None
+        return np.unique(np.array([seq for (seq,) in seqs], dtype=np.int64))
+
+    def _catch_up(self, conn: sqlite3.Connection, changed: np.ndarray) -> bool:
+        """Read the ``changed`` memories again: drop those gone (or left without a
+        sound vector), rewrite the others in place. False if one must go between
+        rows (a vector written late for an older memory): reload then."""
+        changed = changed[changed <= self._max_seq]  # later ones are read as appends
+        if not len(changed):
+            return True
+        fresh, _ = self._read(
+            conn, "v.seq IN (SELECT value FROM json_each(?)) ORDER BY v.seq", (json.dumps(changed.tolist()),)
+        )
+        rows, here = self._physical(changed)
+        kept = np.isin(changed, fresh.seqs) if fresh is not None else np.zeros(len(changed), dtype=bool)
+        self._drop(rows[here & ~kept])
+        if fresh is not None:
+            rows, here = self._physical(fresh.seqs)
+            after = fresh.seqs > (self._seqs[self._size - 1] if self._size else 0)
+            if not np.all(here | after):
+                return False
+            self._rewrite(rows[here], fresh.take(here))
+            if after.any():
+                self._append(fresh.take(after))
+        # Forgotten rows at the end are cut off, so their seqs, which the next
+        # memories take again, are read as appends.
+        alive = np.flatnonzero(self._live[: self._size])
+        end = int(alive[-1]) + 1 if len(alive) else 0
+        self._dead -= self._size - end
+        self._size = end
+        self._max_seq = min(self._max_seq, int(self._seqs[end - 1]) if end else 0)
+        self._masks.clear()
+        if self._dead > max(_CATCH_UP_MIN, self._size // 4):
+            self._compact()
+        return True
+
+    def _physical(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each seq's row, live or not, and whether it has one (hold the lock)."""
+        rows = np.searchsorted(self._seqs[: self._size], seqs)
+        found = rows < self._size
+        found[found] = self._seqs[rows[found]] == seqs[found]
+        return rows, found
+
+    def _drop(self, rows: np.ndarray) -> None:
+        """Take ``rows`` out of every search and of their sessions' time order."""
+        for row in rows.tolist():
+            if not self._live[row]:
+                continue
+            session = int(self._session[row])
+            for timeline in _TIMELINES:
+                links = self._links[timeline]
+                before, after = int(links[0, row]), int(links[1, row])
+                if before >= 0:
+                    links[1, before] = after
+                if after >= 0:
+                    links[0, after] = before
+                if self._tails.get((session, timeline)) == row:
+                    if before >= 0:
+                        self._tails[(session, timeline)] = before
+                    else:
+                        del self._tails[(session, timeline)]
+                links[:, row] = -1
+            self._live[row] = False
+            self._dead += 1
+
+    def _rewrite(self, rows: np.ndarray, fresh: _Rows) -> None:
+        """Rewrite ``rows`` (live or dropped) as read again; a row that moved in its
+        session's time order (or to another session) is relinked."""
+        moved = ~self._live[rows] | (self._session[rows] != fresh.session) | (self._global[rows] != fresh.is_global)
+        moved |= (self._kind[rows] != fresh.kind) | (self._created[rows] != fresh.created)
+        self._drop(rows[moved])
+        self._matrix[rows] = fresh.matrix
+        self._codes[:, rows] = sign_codes(fresh.matrix).T
+        self._session[rows], self._global[rows] = fresh.session, fresh.is_global
+        self._status[rows], self._kind[rows], self._source[rows] = fresh.status, fresh.kind, fresh.source
+        self._created[rows], self._valid_until[rows] = fresh.created, fresh.valid_until
+        self._dead -= int(np.count_nonzero(~self._live[rows]))
+        self._live[rows] = True
+        for session in np.unique(fresh.session[moved]).tolist():
+            self._session_rows.setdefault(session, []).append(rows[moved & (fresh.session == session)])
+            self._relink(session)
+
+    def _compact(self) -> None:
+        """Rebuild the columns from the live rows alone."""
+        keep = np.flatnonzero(self._live[: self._size])
+        live = _Rows(
+            self._seqs[keep], self._matrix[keep], self._session[keep], self._global[keep], self._status[keep],
+            self._kind[keep], self._source[keep], self._created[keep], self._valid_until[keep],
+        )
+        self._empty()
+        if len(keep):
+            self._append(live)
+
+    def _read(
+        self, conn: sqlite3.Connection, where: str, params: tuple, max_seq: int = 0
+    ) -> tuple[_Rows | None, int]:
+        """The sound rows ``where`` selects, coded, and the highest seq read (or ``max_seq``)."""
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples: one transposition, no per-row lookups
+        read = cursor.execute(_READ + where, (2 * self.dimension, *params)).fetchall()  # float16
+        if not read:
+            return None, max_seq
+        seqs, blobs, sessions, scopes, statuses, kinds, sources, created, valid_until = zip(*read, strict=True)
+        del read
+        count = len(seqs)
+        stored = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(count, self.dimension)
+        del blobs
+        matrix = np.empty((count, self.dimension), dtype=np.float32)
+        for start in range(0, count, _BLOCK):
+            matrix[start : start + _BLOCK] = stored[start : start + _BLOCK]
+        rows = _Rows(
+            np.array(seqs, dtype=np.int64),
+            matrix,
+            np.fromiter(map(_coder(self._session_codes), sessions), dtype=np.int32, count=count),
+            np.fromiter(map("global".__eq__, scopes), dtype=bool, count=count),
+            np.fromiter(map(STATUS_CODES.__getitem__, statuses), dtype=np.int8, count=count),
+            np.fromiter(map(KIND_CODES.__getitem__, kinds), dtype=np.int8, count=count),
+            np.fromiter(map(_coder(self._source_codes), sources), dtype=np.int32, count=count),
+            np.array(created, dtype=np.float64),
+            np.array([np.inf if v is None else v for v in valid_until], dtype=np.float64),
+        )
+        sound = sound_rows(matrix)
+        highest = max(max_seq, int(rows.seqs[-1]))
+        if not sound.all():
+            rows = rows.take(sound)
+        return (rows if len(rows.seqs) else None), highest
 
     def search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """``(seq, cosine)`` of the best ``limit`` vectors that pass ``filters``."""
@@ -191,9 +381,8 @@ class VectorIndex:
 
     def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each wanted seq's row, and whether it is here at all (hold the lock)."""
-        rows = np.searchsorted(self._seqs[: self._size], wanted)
-        found = rows < self._size
-        found[found] = self._seqs[rows[found]] == wanted[found]
+        rows, found = self._physical(wanted)
+        found[found] = self._live[rows[found]]
         return rows, found
 
     def window_similarities(
@@ -231,7 +420,7 @@ class VectorIndex:
 
     def _score(self, query: np.ndarray, mask: np.ndarray, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows worth scoring exactly, and their cosines."""
-        if n <= EXACT_UP_TO:
+        if n - self._dead <= EXACT_UP_TO:  # as a fresh process would, without the dropped rows
             # Scoring every row and masking is faster than gathering the allowed
             # rows first: the product streams the matrix once, a gather copies it.
             rows = np.flatnonzero(mask)
@@ -248,9 +437,14 @@ class VectorIndex:
         for word, query_word in zip(self._codes[:, :n], sign_codes(query)[0], strict=True):
             distance += np.bitwise_count(word ^ query_word)
         distance[~mask] = np.iinfo(np.int32).max
-        rows = np.argpartition(distance, size)[:size]
-        rows.sort()  # the exact pass then reads the matrix front to back
-        return rows
+        # Rows as far as the size-th nearest go by seq (the lowest first), not by
+        # where a partition leaves them: every process, whatever rows it dropped,
+        # shortlists the same ones. In row order, so the exact pass reads the
+        # matrix front to back.
+        bound = np.partition(distance, size - 1)[size - 1]
+        chosen = distance < bound
+        chosen[np.flatnonzero(distance == bound)[: size - np.count_nonzero(chosen)]] = True
+        return np.flatnonzero(chosen)
 
     def _mask(self, filters: Filters, n: int) -> np.ndarray:
         # Visibility and status rarely change between queries: cache that part.
@@ -270,7 +464,7 @@ class VectorIndex:
     def _base_mask(self, filters: Filters, n: int) -> np.ndarray:
         viewer = self._session_codes.get(filters.viewer_session, -1)
         is_global = self._global[:n]
-        mask = is_global | (self._session[:n] == viewer)
+        mask = (is_global | (self._session[:n] == viewer)) & self._live[:n]
         if filters.scope == "global":
             mask &= is_global
         elif filters.scope == "session":
@@ -283,24 +477,25 @@ class VectorIndex:
             mask &= np.isin(self._source[:n], [self._source_codes.get(s, -1) for s in filters.sources])
         return mask
 
-    def _append(self, rows: list[sqlite3.Row], matrix: np.ndarray) -> None:
-        start, end = self._size, self._size + len(rows)
-        if end > len(self._seqs):
-            self._grow(max(end, 2 * len(self._seqs), 1024))
-
-        def code(table: dict[str, int], value: str) -> int:
-            return table.setdefault(value, len(table))
-
-        self._seqs[start:end] = [r["seq"] for r in rows]
-        self._matrix[start:end] = matrix
-        self._codes[:, start:end] = sign_codes(self._matrix[start:end]).T
-        self._session[start:end] = [code(self._session_codes, r["session_id"]) for r in rows]
-        self._global[start:end] = [r["scope"] == "global" for r in rows]
-        self._status[start:end] = [STATUS_CODES[r["status"]] for r in rows]
-        self._kind[start:end] = [KIND_CODES[r["kind"]] for r in rows]
-        self._source[start:end] = [code(self._source_codes, r["source"]) for r in rows]
-        self._created[start:end] = [r["created_at"] for r in rows]
-        self._valid_until[start:end] = [np.inf if r["valid_until"] is None else r["valid_until"] for r in rows]
+    def _append(self, rows: _Rows) -> None:
+        """Add ``rows``, all of higher seqs than any here."""
+        start, end = self._size, self._size + len(rows.seqs)
+        if not start and len(self._seqs) < end:
+            # The first read: take its matrix as it is, rather than copy it over (a
+            # fresh float32 array is written page by page, 0.1-0.9 s at 100k x 384).
+            self._grow(end, matrix=rows.matrix)
+        else:
+            if end > len(self._seqs):
+                self._grow(max(end, 2 * len(self._seqs), 1024))
+            self._matrix[start:end] = rows.matrix
+        self._seqs[start:end] = rows.seqs
+        for block in range(start, end, _BLOCK):
+            stop = min(block + _BLOCK, end)
+            self._codes[:, block:stop] = sign_codes(self._matrix[block:stop]).T
+        self._live[start:end] = True
+        self._session[start:end], self._global[start:end] = rows.session, rows.is_global
+        self._status[start:end], self._kind[start:end], self._source[start:end] = rows.status, rows.kind, rows.source
+        self._created[start:end], self._valid_until[start:end] = rows.created, rows.valid_until
         self._size = end
         self._masks.clear()
         by_session = np.argsort(self._session[start:end], kind="stable")
@@ -321,14 +516,28 @@ class VectorIndex:
                 continue
             tail = self._tails.get((session, timeline), -1)
             created = self._created[rows]
-            in_order = bool(np.all(created[1:] >= created[:-1])) and (tail < 0 or created[0] >= self._created[tail])
-            if in_order:
-                chain = np.concatenate(([tail], rows)) if tail >= 0 else rows
-            else:
-                # Ascending rows are ascending seqs, so the stable sort keeps seq order on ties.
-                every = self._on_timeline(np.concatenate(self._session_rows[session]), timeline)
-                chain = every[np.argsort(self._created[every], kind="stable")]
-                self._links[timeline][:, chain] = -1
+            if not np.all(created[1:] >= created[:-1]) or (tail >= 0 and created[0] < self._created[tail]):
+                self._relink(session)
+                return
+            chain = np.concatenate(([tail], rows)) if tail >= 0 else rows
+            self._links[timeline][0, chain[1:]] = chain[:-1]
+            self._links[timeline][1, chain[:-1]] = chain[1:]
+            self._tails[(session, timeline)] = int(chain[-1])
+
+    def _relink(self, session: int) -> None:
+        """Thread all of a session's live rows into its time orders afresh."""
+        every = np.unique(np.concatenate(self._session_rows[session]))
+        every = every[every < self._size]
+        every = every[self._live[every] & (self._session[every] == session)]
+        self._session_rows[session] = [every]
+        for timeline in _TIMELINES:
+            self._links[timeline][:, every] = -1
+            rows = self._on_timeline(every, timeline)
+            if not len(rows):
+                self._tails.pop((session, timeline), None)
+                continue
+            # Ascending rows are ascending seqs, so the stable sort keeps seq order on ties.
+            chain = rows[np.argsort(self._created[rows], kind="stable")]
             self._links[timeline][0, chain[1:]] = chain[:-1]
             self._links[timeline][1, chain[:-1]] = chain[1:]
             self._tails[(session, timeline)] = int(chain[-1])
@@ -340,13 +549,16 @@ class VectorIndex:
             keep &= self._global[rows]
         return rows[keep]
 
-    def _grow(self, capacity: int) -> None:
+    def _grow(self, capacity: int, matrix: np.ndarray | None = None) -> None:
+        """Room for ``capacity`` rows; ``matrix``, if given, is the whole new matrix."""
+
         def grown(array: np.ndarray) -> np.ndarray:
             bigger = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
             bigger[: self._size] = array[: self._size]
             return bigger
 
-        self._seqs, self._matrix = grown(self._seqs), grown(self._matrix)
+        self._seqs, self._live = grown(self._seqs), grown(self._live)
+        self._matrix = grown(self._matrix) if matrix is None else matrix
         self._session, self._global = grown(self._session), grown(self._global)
         self._status, self._kind = grown(self._status), grown(self._kind)
         self._source, self._created = grown(self._source), grown(self._created)
@@ -357,4 +569,3 @@ class VectorIndex:
         codes = np.zeros((len(self._codes), capacity), dtype=np.uint64)
         codes[:, : self._size] = self._codes[:, : self._size]
         self._codes = codes
-
