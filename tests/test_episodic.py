@@ -356,3 +356,25 @@ def test_an_event_sleep_does_not_summarise_stays_in_the_summarised_episode_aroun
         found = mem.episodes()
         assert [(e.started_at, e.ended_at, e.event_ids) for e in found] == before
         assert found[0].summary is not None and "3 events" in found[0].summary.content
+
+
+def test_episodes_find_every_summary_of_a_session_longer_than_one_lookup(tmp_path: Path):
+    # Summaries are looked up 500 events at a time: episodes either side of a boundary
+    # each keep their own, and another session's stay its own.
+    words = [f"{a}{b}" for a in ("ka", "lo", "mi", "ren", "tas", "vel") for b in ("dor", "pin", "sul", "ne", "ri")]
+    start = time.time() - 5 * 86_400
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder="none") as mem:
+        for episode in range(4):
+            mem.remember_many([{
+                "content": f"ops {episode} step {i}: " + " ".join(words[(i * 7 + k * 11) % 30] for k in range(6)),
+                "created_at": start + episode * 7200 + i * 5,
+            } for i in range(300)])
+        with Mnemosyne(session_id="other", db_path=tmp_path / "m.db", embedder="none") as other:
+            other.remember_many([{"content": f"other step {i}: lowered the cache ttl", "created_at": start + i * 5}
+                                 for i in range(5)])
+            assert other.sleep().summaries == 5  # sleep summarises every session's episodes
+            assert [(e.size, "other step" in e.summary.content) for e in other.episodes() if e.summary] == [(5, True)]
+        found = mem.episodes()
+        assert [e.size for e in found] == [300] * 4
+        assert [e.summary is not None and f"ops {n} step" in e.summary.content for n, e in enumerate(found)] == [
+            True] * 4

@@ -120,9 +120,13 @@ class EpisodicStore:
         with self._db.read() as conn:
             for start in range(0, len(memory_ids), 500):
                 chunk = list(memory_ids[start:start + 500])
+                # CROSS JOIN keeps the links first, found by their ids: left to itself
+                # SQLite drives from ``memories`` through the OR on scope and session,
+                # reading every visible memory for each chunk (98 ms against 0.25 ms a
+                # chunk at 100,000 memories; 13 s for the episodes of one such session).
                 rows = conn.execute(
                     f"SELECT l.dst_id AS source, {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} "
-                    "FROM memory_links AS l JOIN memories AS m ON m.id = l.src_id "
+                    "FROM memory_links AS l CROSS JOIN memories AS m ON m.id = l.src_id "
                     f"WHERE l.kind = 'summarises' AND (m.scope = 'global' OR m.session_id = ?) "
                     f"AND l.dst_id IN ({', '.join('?' * len(chunk))})",
                     (viewer, *chunk),
