@@ -24,7 +24,7 @@ from mnemosyne.core.consolidation import (
 from mnemosyne.core.dedup import DupRules
 from mnemosyne.core.fingerprint import content_hash
 from mnemosyne.core.hold_back import count_changes, hold_back
-from mnemosyne.core.summarise import summary_header, without_quotes_of
+from mnemosyne.core.summarise import extractive_summary, summary_header, without_quotes_of
 from mnemosyne.testing import HashEmbedder
 
 NOW = 1_800_000_000.0
@@ -553,6 +553,32 @@ def test_a_summary_quotes_the_same_sentences_in_every_process():
         for seed in range(12)
     }
     assert quoted == {"(0, 1, 2, 3, 4, 5, 6, 7)\n"}
+
+
+def test_a_summary_passes_over_sentences_too_long_for_what_is_left_of_its_budget():
+    texts = [
+        "Checkout redesign kickoff: palette, font, icons.",
+        "The checkout redesign needs the new palette, the new font, the new icons and the new layout for the "
+        "payment page.",
+        "Palette approved by design.",
+        "Font licence for the checkout bought.",
+        "Icons for the payment page drawn.",
+        "Layout of the payment page reviewed.",
+    ]
+    summaries = [extractive_summary(texts, header="ops: ", max_chars=n, max_sentences=4) for n in (100, 140, 200)]
+    assert [(s.text, s.quoted) for s in summaries] == [
+        # The best sentence alone is too long: it is the one quote cut to fit.
+        ("ops: The checkout redesign needs the new palette, the new font, the new icons and the new layout…",
+         (1,)),
+        ("ops: " + texts[1], (1,)),
+        # Shorter sentences fill what is left; longer ones, however good, are passed over.
+        ("ops: " + " ".join(texts[1:4]), (1, 2, 3)),
+    ]
+    # An episode of thousands of events is summarised the same way, within the budget.
+    events = [f"Order {1100 + i} shipped from the Berlin warehouse to customer account {5000 + 7 * i}."
+              for i in range(3000)]
+    long = extractive_summary(events, header="ops: ", max_chars=200, max_sentences=5)
+    assert long.quoted == (0, 1) and long.text == "ops: " + " ".join(events[:2])
 
 
 def test_open_and_recent_episodes_are_not_summarised():

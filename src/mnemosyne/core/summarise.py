@@ -66,18 +66,25 @@ def extractive_summary(
         return math.fsum(weight.get(w, 0.0) for w in fresh) / math.sqrt(len(item[3]) + 1)
 
     while pool and len(chosen) < max_sentences:
+        used = sum(len(text) + 1 for _, _, text in chosen)
+        if chosen:
+            # A sentence that does not fit now never will (what is used only grows):
+            # out of the pool, not passed over one round at a time, each round scoring
+            # the whole pool again (23 s for one episode of 4,000 events). Only the
+            # first quote is ever cut to fit.
+            pool = [item for item in pool if used + len(_quoted(item[2])) <= budget]
+            if not pool:
+                break
         best = max(pool, key=lambda item: (gain(item, covered), -item[1]))
         pool.remove(best)
-        used = sum(len(text) + 1 for _, _, text in chosen)
         if gain(best, covered) <= 0:
             break
         # Each quote ends its own sentence: one without a final stop would run into the
         # next, and words across the two ("...then the deploy" "Failed checks...")
         # could read as a quote of a third event ("The deploy failed").
         sentence = _quoted(best[2])
-        if used + len(sentence) > budget:
-            if not chosen:
-                chosen.append((best[0], best[1], _cut(best[2], budget)))
+        if used + len(sentence) > budget:  # nothing chosen yet: cut to fit
+            chosen.append((best[0], best[1], _cut(best[2], budget)))
             continue
         chosen.append((best[0], best[1], sentence))
         covered |= best[3]
