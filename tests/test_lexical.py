@@ -59,6 +59,36 @@ def test_memories_rare_terms_find_get_the_whole_query_s_score(tmp_path: Path, mo
         assert ranking(5) == ranking(10**9)
 
 
+@pytest.mark.parametrize("common_from", [10, 10**6])
+def test_a_long_pasted_query_ranks_and_scores_as_if_every_term_were_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, common_from: int
+):
+    """Terms no memory holds are left out of what is searched and scored; the BM25
+    of each memory, in both fields, is the whole query's. A phrase no one memory
+    holds still counts where an episode's context runs it across two events."""
+    monkeypatch.setattr(lexical, "COMMON_TERMS_FROM", common_from)
+    with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
+        mem.remember_many([f"the weekly deploy note {i} for the checkout service" for i in range(40)])
+        mem.remember("we moved the stylesheet to main")
+        mem.remember("scss builds now run in the deploy job")
+        mem.remember("東京 office deploy checklist 🙂 done")
+        mem.remember('Traceback: File "/srv/app/checkout.py", line 88, in handler ValueError')
+        trace = ("Traceback (most recent call last): File \"/usr/lib/python3.12/site-packages/zzpkg/module_1.py\", "
+                 "line 104, in handler_1 result = self.process(request, timeout=1.5, retries=0x0001) main.scss "
+                 "ValueError: invalid literal for int() with base 10: 'abc' 東京 🙂 checkout-service v1.7.7")
+        assert lexical.held_terms(lexical.search_terms(trace), mem._store.term_frequencies(
+            lexical.search_terms(trace))[0]) != lexical.search_terms(trace)  # some terms are held nowhere
+
+        def ranking() -> list[tuple[str, float, object]]:
+            found = mem.recall(trace, top_k=20, now=NOW, explain=True)
+            return [(m.content, m.score, m.explanation) for m in found]
+
+        searched_for = ranking()
+        monkeypatch.setattr(lexical, "held_terms", lambda terms, counts, in_windows=False: list(terms))
+        assert searched_for == ranking()
+        assert any(m[2]["context"] > 0 for m in searched_for if m[0] == "we moved the stylesheet to main")
+
+
 def test_a_search_cut_short_keeps_the_whole_query_s_best_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """More memories hold the rare term than the search keeps. The ones also holding
     common terms score higher; those kept are the best of the whole query, with its

@@ -133,20 +133,22 @@ def search(
         # candidates there.
         in_windows = {term: count * WINDOW for term, count in frequencies.items()}
         by_field = {"content": frequencies, "context": in_windows}
+        # Terms no memory holds score nothing: searched for, they only cost.
+        held = {field: lexical.held_terms(searched, frequencies, field == "context") for field in by_field}
         queries = {
             field: field_queries
             for field, counts in by_field.items()
-            if (field_queries := lexical.fts_queries(searched, counts, total))
+            if (field_queries := lexical.fts_queries(held[field], counts, total))
         }
         fallbacks = {
             field: fallback
             for field, counts in by_field.items()
-            if (fallback := lexical.fts_fallback(searched, counts, total)) is not None
+            if (fallback := lexical.fts_fallback(held[field], counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, few_matches) if queries else {}
         # Candidates are scored again by the whole query in a field, unless its search
         # ran one query of every term and was not cut: then it found all its matches.
-        whole = lexical.fts_expression(searched)
+        whole = {field: lexical.fts_expression(terms) for field, terms in held.items()}
         scored_again = {
             field for field, hits in lexical_hits.items()
             if lexical.scored_again(searched, by_field[field]) and not (len(queries[field]) == 1 and len(hits) < depth)
@@ -199,8 +201,7 @@ def search(
         if query_vector is not None:  # their similarities, beside those of the nearest overall
             dense_hits = _best_per_key([*dense_hits, *dated_hits])
         keys = {seq for hits in lexical_hits.values() for seq, _ in hits} | {seq for seq, _ in dense_hits} | dated
-        if whole is not None:
-            lexical_hits = _scored_in_full(store, lexical_hits, whole, keys, scored_again)
+        lexical_hits = _scored_in_full(store, lexical_hits, whole, keys, scored_again)
         # What a turn means often lives in its neighbours, for meaning as for words. Dense
         # hits mean the vector search just brought the index up to date for this model.
         dense_window_hits = (
@@ -297,9 +298,10 @@ def _source_index(sources: frozenset[str]) -> lexical.SourceIndex:
 
 
 def _scored_in_full(
-    store: SQLiteStore, hits: dict[str, list[tuple[int, float]]], whole: str, keys: set[int], fields: set[str],
+    store: SQLiteStore, hits: dict[str, list[tuple[int, float]]], whole: dict[str, str | None], keys: set[int],
+    fields: set[str],
 ) -> dict[str, list[tuple[int, float]]]:
-    """``hits`` with every candidate's score for the ``whole`` query in each of
+    """``hits`` with every candidate's score for the ``whole`` query of each of
     ``fields``, whatever found it.
 
     A field's search keeps only its best matches: a memory found by meaning or by its
@@ -307,9 +309,13 @@ def _scored_in_full(
     how deep the search went (how many results were asked for) would decide its rank.
     """
     missing = {field: keys.difference(seq for seq, _ in hits[field]) for field in fields}
-    if not any(missing.values()):
+    filled: dict[str, list[tuple[int, float]]] = {}
+    for query in dict.fromkeys(whole.values()):
+        asked = {field: seqs for field, seqs in missing.items() if seqs and whole[field] == query}
+        if query is not None and asked:
+            filled.update(store.text_scores(query, asked))
+    if not filled:
         return hits
-    filled = store.text_scores(whole, missing)
     return {field: [*found, *filled.get(field, [])] for field, found in hits.items()}
 
 
