@@ -11,6 +11,7 @@ from mnemosyne import Mnemosyne
 from mnemosyne.core import lexical
 from mnemosyne.core.lexical import fts_queries
 from mnemosyne.storage.base import Filters
+from mnemosyne.storage.sqlite import search
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 
@@ -87,6 +88,34 @@ def test_a_long_pasted_query_ranks_and_scores_as_if_every_term_were_searched(
         monkeypatch.setattr(lexical, "held_terms", lambda terms, counts, in_windows=False: list(terms))
         assert searched_for == ranking()
         assert any(m[2]["context"] > 0 for m in searched_for if m[0] == "we moved the stylesheet to main")
+
+
+@pytest.mark.parametrize("filters", [{}, {"source": "ops"}, {"source": "nobody"}, {"scope": "session"},
+                                     {"scope": "global"}, {"since": NOW.timestamp() - 7200}])
+def test_a_small_session_in_a_shared_database_finds_the_same_by_its_few_memories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, object]
+):
+    """Where the rare term's matches are all another session's, the common term is
+    searched among the viewer's few memories: the same results and scores as with
+    the filters joined into the search."""
+    monkeypatch.setattr(lexical, "COMMON_TERMS_FROM", 10)
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="big", db_path=db, embedder="none", dedupe_window=0) as big:
+        big.remember_many([{"content": f"zebrafish tank {i} and the weekly deploy", "scope": "session",
+                            "created_at": NOW.timestamp() - 86_400 + i} for i in range(30)])
+        big.remember_many([{"content": f"shared deploy checklist item {i}", "scope": "global"} for i in range(5)])
+    with Mnemosyne(session_id="small", db_path=db, embedder="none", dedupe_window=0) as small:
+        small.remember_many([{"content": text, "source": "ops", "created_at": NOW.timestamp() - 3600 * i}
+                             for i, text in enumerate(["the deploy went out at noon", "rollback of the deploy",
+                                                       "lunch order for the team"])])
+
+        def ranking() -> list[tuple[str, float]]:
+            return [(m.content, m.score) for m in small.recall("zebrafish deploy", top_k=10, now=NOW, **filters)]
+
+        by_few = ranking()
+        monkeypatch.setattr(search, "_FEW_PASSING", -1)
+        assert by_few == ranking()
+        assert bool(by_few) == (filters.get("source") != "nobody")
 
 
 def test_a_search_cut_short_keeps_the_whole_query_s_best_matches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -182,8 +211,8 @@ def test_the_common_terms_are_searched_only_when_the_results_would_fall_short(
 
     searched: list[str] = []
     ranked = search._ranked
-    monkeypatch.setattr(search, "_ranked", lambda conn, table, query, *rest: searched.append(query) or ranked(
-        conn, table, query, *rest))
+    monkeypatch.setattr(search, "_ranked", lambda conn, table, query, *rest, **named: searched.append(query) or ranked(
+        conn, table, query, *rest, **named))
     with Mnemosyne(session_id="busy", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as busy:
         busy.remember_many([f"deploy log line {i}" for i in range(lexical.COMMON_TERMS_FROM)])
         busy.remember_many([f"kestrel sighting {i}" for i in range(3)])  # private to "busy"
