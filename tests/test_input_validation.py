@@ -333,9 +333,9 @@ def test_duplicate_rules_refuse_bad_fields(kwargs: dict[str, Any]):
         DupRules(**kwargs)
 
 
-def test_sleep_policy_takes_numpy_numbers():
+def test_sleep_policy_takes_numpy_numbers_and_wide_thresholds():
     policy = SleepPolicy(summary_max_chars=np.int64(500), min_info_words=np.int32(0), supersede=np.bool_(True),
-                         episode_gap=np.float32(600), keep_importance=1.0,
+                         episode_gap=np.float32(600), keep_importance=1.01,
                          duplicates=DupRules(cosine=np.float32(0.9), min_tokens=np.int64(0)))
     # Kept as plain numbers, so nothing downstream meets a NumPy scalar.
     assert type(policy.summary_max_chars) is int and type(policy.episode_gap) is float

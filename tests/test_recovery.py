@@ -700,6 +700,20 @@ def test_restore_through_a_symlink_into_a_healthy_database_saves_it_beside_the_f
     assert rows(real) == rows(backup)
 
 
+def test_restore_through_a_symlink_to_a_lost_file_puts_that_file_back(tmp_path: Path) -> None:
+    link, real = symlinked_database(tmp_path)
+    seed(link, count=2)
+    backup = tmp_path / "b.bak"
+    create_backup(db_path=link, backup_path=backup)
+    shutil.rmtree(real.parent)  # the volume the link points into was lost
+    restore_backup(backup_path=backup, db_path=link)
+    assert link.is_symlink() and rows(real) == rows(backup)
+    loop = tmp_path / "loop.db"
+    loop.symlink_to(loop)
+    with pytest.raises(InvalidInputError, match="leads back to itself"):
+        restore_backup(backup_path=backup, db_path=loop)
+
+
 def test_restore_into_a_missing_file_creates_it(tmp_path: Path, db_path: Path) -> None:
     seed(db_path, count=2)
     create_backup(db_path=db_path, backup_path=tmp_path / "b.bak")

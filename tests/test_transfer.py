@@ -495,7 +495,7 @@ def test_a_database_synced_again_after_the_other_slept_folds_what_the_summary_st
         edited = next(m for m in b.timeline() if m.content.startswith("Carol"))
         b.update(edited.id, content="Carol asked for the footer links to stay where they are.")
     with Mnemosyne(session_id="s", db_path=tmp_path / "a.db") as a:
-        assert a.sleep(policy=SleepPolicy(keep_importance=1.0)).summaries == 1
+        assert a.sleep(policy=SleepPolicy(keep_importance=1.1)).summaries == 1
         a.export_jsonl(tmp_path / "after.jsonl")
     with Mnemosyne(session_id="s", db_path=tmp_path / "b.db") as b:
         assert b.import_jsonl(tmp_path / "after.jsonl") == 1  # the summary

@@ -131,12 +131,13 @@ class SleepPolicy:
             if value < 0 or (positive and value == 0):
                 bound = "> 0" if positive else ">= 0"
                 raise InvalidInputError(f"SleepPolicy.{name} must be {bound}, got {value!r}")
-        # Importance runs from 0 to 1: a threshold outside it is a typo, and a negative
-        # promote_importance would share every session's private memories with all.
-        for name in ("keep_importance", "promote_importance"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 1:
-                raise InvalidInputError(f"SleepPolicy.{name} must be between 0 and 1, got {value!r}")
+        # Importance runs from 0 to 1: a promote_importance outside it is a typo, and a
+        # negative one would share every session's private memories with all. (A
+        # keep_importance above 1 keeps no source in view, below 0 every one.)
+        if self.promote_importance is not None and not 0 <= self.promote_importance <= 1:
+            raise InvalidInputError(
+                f"SleepPolicy.promote_importance must be between 0 and 1, got {self.promote_importance!r}"
+            )
         for name, least in (("min_episode_size", 2), ("summary_max_chars", 1), ("summary_max_sentences", 1),
                             ("min_info_words", 0)):
             value = getattr(self, name)

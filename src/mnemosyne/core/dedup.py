@@ -180,10 +180,16 @@ def duplicate_groups(
         ordered = sorted(words, key=lambda w: (frequency[w], w))
         return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
 
-    # Hash -> what is matched against with that hash: the anchor, and a kept copy,
-    # which a text too short for the word index ("deploy") finds only here. (An anchor
-    # that may not take an item, another session's, must not hide a kept copy that may.)
-    matched_by_hash: dict[str, list[int]] = defaultdict(list)
+    # Hash -> the anchors with that hash, and apart the kept copies, which a text too
+    # short for the word index ("deploy") finds only here: an anchor that may not take
+    # it (another session's) must not hide a kept copy that may. Probed like the word
+    # index: the first and the latest, so that 12,000 sessions' copies of one note,
+    # each an anchor of its own, cost linear time.
+    anchors_by_hash: dict[str, list[int]] = defaultdict(list)
+    kept_by_hash: dict[str, list[int]] = defaultdict(list)
+
+    def by_hash(found: list[int]) -> list[int]:
+        return found[:1] + found[-PROBED_ANCHORS:] if len(found) > PROBED_ANCHORS else found
     # Prefix word -> anchors, apart for each tuple of values: only texts stating the
     # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
     # would otherwise probe every earlier anchor for every text.
@@ -194,7 +200,10 @@ def duplicate_groups(
 
     def match_against(i: int, group: int, head: list[tuple[tuple[str, ...], str]]) -> None:
         group_of[i] = group
-        matched_by_hash[hashes[i]].append(i)
+        if group == i:
+            anchors_by_hash[hashes[i]].append(i)
+        if group != i or kept(i):
+            kept_by_hash[hashes[i]].append(i)
         for key in head:
             postings[key].append(i)
         if i in unit:
@@ -211,7 +220,7 @@ def duplicate_groups(
         )
 
     for i in range(n):
-        candidates: set[int] = set(matched_by_hash.get(hashes[i], ()))
+        candidates = {*by_hash(anchors_by_hash.get(hashes[i], [])), *by_hash(kept_by_hash.get(hashes[i], []))}
         lexical = len(sets[i]) >= rules.min_tokens
         head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:

@@ -241,6 +241,8 @@ def _through_symlink(target: Path) -> Path:
     SQLite opens the file a symlink points at and keeps its ``-wal``/``-shm`` beside
     that file: a restore that replaced the symlink itself would leave the damaged
     file (and its stale ``-wal``) in use for everything opening it by its real path.
+    A symlink to a file that is gone is restored through too: the lost file is what
+    the restore puts back (its folders created, as for any missing ``db_path``).
     """
     if not target.is_symlink():
         return target
@@ -248,7 +250,7 @@ def _through_symlink(target: Path) -> Path:
         return target.resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop, before Python 3.13
         raise InvalidInputError(
-            f"db_path {target} is a symlink that leads to no file ({exc}); point it at the database file"
+            f"db_path {target} is a symlink that leads back to itself ({exc}); point it at the database file"
         ) from exc
 
 
