@@ -665,23 +665,29 @@ def test_sessions_share_only_exact_repeats_and_never_each_others_rows():
         record(3, "The VPN gateway is vpn-2", NOW - 4 * DAY, session="c", scope="global"),
         record(4, "the VPN gateway is vpn-2.", NOW - 3 * DAY, session="a"),
     ]
-    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10, promote_recurring=True))
     assert "status" not in plan.updates["m0001"] and "status" not in plan.updates["m0002"]  # a's words stay a's
     assert plan.updates["m0004"]["status"] == "consolidated"  # a repeat of what all can see
     assert [(link.src, link.dst) for link in plan.links] == [("m0003", "m0004")]
     assert plan.created == [] and "scope" not in plan.updates.get("m0003", {})
+    # By default even that stays a's: folded into c's memory, a's copy would show c
+    # what a wrote privately, and how important it was to a.
+    private = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert private.links == [] and private.counts["merged"] == 0 and private.created == []
 
 
 @pytest.mark.parametrize("sharing", [False, True])
-def test_a_short_repeat_folds_into_the_global_copy_in_one_sleep(sharing):
+def test_a_short_repeat_folds_into_the_global_copy_in_one_sleep_if_the_policy_shares(sharing):
     # One word is too short for the word index: only its hash finds the global copy,
-    # past another session's copy that may not take it.
+    # past another session's copy that may not take it. Without sharing, another
+    # session's copy stays its own, however global the one it repeats.
     records = [record(0, "deploy", NOW - 5 * DAY, session="s1"),
                record(1, "deploy", NOW - 5 * DAY + 60, session="s1", scope="global"),
                record(2, "deploy", NOW - 5 * DAY + 120, session="s2")]
     policy = SleepPolicy(min_episode_size=10, promote_recurring=sharing)
     plan = plan_consolidation(records, NOW, policy)
-    assert {link.dst for link in plan.links if link.src == "m0001"} == {"m0000", "m0002"}
+    folded = {"m0000", "m0002"} if sharing else {"m0000"}
+    assert {link.dst for link in plan.links if link.src == "m0001"} == folded
     after, links = apply(records, plan)
     assert plan_consolidation(after, NOW + 60, policy).empty
 

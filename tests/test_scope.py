@@ -101,6 +101,21 @@ def test_by_default_sleep_keeps_a_note_two_sessions_hold_private_to_each(tmp_pat
         assert [m.session_id for m in b.recall("vault passphrase")] == ["b"]
 
 
+def test_by_default_sleep_never_folds_a_private_note_into_another_sessions_global_one(tmp_path: Path):
+    # Folded, a's note would tell b (through a dry run's merge count, then the global
+    # memory's importance) what a wrote privately, and let b edit what a recalls.
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b:
+        private = a.remember("The acquisition closes on March 3", importance=0.95,
+                             created_at=time.time() - 10 * 86_400)
+        guess = b.remember("The acquisition closes on March 3", scope="global", importance=0.1,
+                           created_at=time.time() - 9 * 86_400)
+        assert b.sleep(dry_run=True).merged == 0
+        assert b.sleep().merged == 0
+        assert b.get(guess).importance == 0.1 and a.get(private).status == "active"
+
+
 def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(trio):
     a, b, c = trio
     mine = a.remember("Staging database password rotates every Sunday night.", source="crm",

@@ -364,14 +364,14 @@ def plan_consolidation(
         a, b = candidates[anchor], candidates[item]
         if a.session_id == b.session_id != SHARED_SESSION:  # shared ones came from several sessions
             return True
+        # Across sessions only where the policy shares (promote_recurring): folding one
+        # session's copy into another's memory, even a global one, would tell that
+        # session what the other wrote privately, and how important it was to it.
+        if not policy.promote_recurring:
+            return False
         if a.valid_until is not None or b.valid_until is not None:
             return False  # a copy in another's keeping could outlive its valid_until
         if shared_as(anchor) in unshared:  # forgotten as shared: never folded across sessions again
-            return False
-        # A new shared memory would hold them; one that step 4 makes global holds them
-        # itself, as it would at the next sleep.
-        to_share = not (global_after_sleep(a) or global_after_sleep(b))
-        if to_share and not policy.promote_recurring:
             return False
         return shared_as(anchor) == shared_as(item)
 
