@@ -116,6 +116,24 @@ def test_by_default_sleep_never_folds_a_private_note_into_another_sessions_globa
         assert b.get(guess).importance == 0.1 and a.get(private).status == "active"
 
 
+def test_undoing_a_sleep_over_another_sessions_edit_names_none_of_its_memories(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="a", db_path=db, embedder="none") as a, \
+            Mnemosyne(session_id="b", db_path=db, embedder="none") as b:
+        start = time.time() - 3 * 86_400
+        ids = [a.remember(text, created_at=start + n * 60) for n, text in enumerate(
+            ["Interviewed Alice for the CFO role", "Alice asked for a 300k salary", "The board must approve it"])]
+        report = b.sleep()
+        assert report.summaries == 1
+        a.update(ids[1], content="Alice asked for a 320k salary")
+        with pytest.raises(InvalidInputError) as refused:
+            b.undo_sleep(report.id)
+        assert "this session cannot see" in str(refused.value)
+        assert not any(memory_id in str(refused.value) for memory_id in ids)
+        with pytest.raises(InvalidInputError, match=ids[1]):  # its own are named
+            a.undo_sleep(report.id)
+
+
 def test_sleep_shares_a_note_two_sessions_hold_as_a_new_memory_never_as_either_ones_row(trio):
     a, b, c = trio
     mine = a.remember("Staging database password rotates every Sunday night.", source="crm",

@@ -219,6 +219,7 @@ class SleepMixin:
     """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
 
     _store: Any
+    session_id: str
     sleep_policy: SleepPolicy
     _auto_sleeper: AutoSleeper | None = None
 
@@ -302,7 +303,7 @@ class SleepMixin:
         """
         if not isinstance(report_id, str) or not report_id.strip():
             raise InvalidInputError(f"report_id must be the id of a SleepReport, got {report_id!r}")
-        return self._sleeper.undo(report_id)
+        return self._sleeper.undo(report_id, self.session_id)
 
     def _sleep_vectors(self, memory_ids: Sequence[str]) -> Mapping[str, np.ndarray] | None:
         """Embedding per memory id for the near-duplicate rule; none without an embedder."""

@@ -245,8 +245,9 @@ class SleepStore:
 
     # -- undoing --------------------------------------------------------------------
 
-    def undo(self, run_id: str) -> dict[str, Any]:
-        """Restore what run ``run_id`` changed; return its report."""
+    def undo(self, run_id: str, session_id: str) -> dict[str, Any]:
+        """Restore what run ``run_id`` changed; return its report. ``session_id`` is
+        the caller's: a refusal names only the memories it may see."""
         with self._db.write("undo a sleep") as conn:
             row = conn.execute("SELECT * FROM sleep_runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -262,7 +263,9 @@ class SleepStore:
                         f"sleep run {later_id!r} ran after {run_id!r} and built on it; undo it first"
                     )
             undo = json.loads(row["undo"])
-            _refuse_if_changed_since(conn, run_id, row["finished_at"], [*undo["inserted"], *undo["updates"]])
+            _refuse_if_changed_since(
+                conn, run_id, row["finished_at"], [*undo["inserted"], *undo["updates"]], session_id
+            )
             moved = _Moved()
             for memory_id in undo["inserted"]:
                 moved.note(conn, memory_id)
@@ -308,14 +311,22 @@ class _Moved:
             refresh_contexts(conn, session_id, positions, was_global=session_id in self._had_global)
 
 
-def _refuse_if_changed_since(conn: sqlite3.Connection, run_id: str, finished_at: float, ids: list[str]) -> None:
+def _refuse_if_changed_since(
+    conn: sqlite3.Connection, run_id: str, finished_at: float, ids: list[str], session_id: str
+) -> None:
     """Refuse to undo a run over later edits: putting back the old columns would
-    silently revert them. The run stamped every row it wrote with its finish time."""
-    rows = select_in(conn, "SELECT id, updated_at FROM memories WHERE id IN ({marks})", ids)
+    silently revert them. The run stamped every row it wrote with its finish time.
+    The refusal names the memories ``session_id`` may see, and only counts the others
+    (another session's private ids would tell when it wrote and edited them)."""
+    rows = select_in(conn, "SELECT id, updated_at, session_id, scope FROM memories WHERE id IN ({marks})", ids)
     stamps = {row["id"]: row["updated_at"] for row in rows}
+    visible = {row["id"] for row in rows if row["scope"] == "global" or row["session_id"] == session_id}
     changed = [memory_id for memory_id in ids if stamps.get(memory_id) != finished_at]
     if changed:
-        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        named = [memory_id for memory_id in changed if memory_id in visible][:5]
+        unnamed = len(changed) - len(named)
+        hidden = f"{unnamed} {'more ' if named else ''}this session cannot see" if unnamed else ""
+        shown = " and ".join(part for part in (", ".join(named), hidden) if part)
         raise InvalidInputError(
             f"sleep run {run_id!r} was not undone: {len(changed)} memories it wrote were edited or "
             f"forgotten since ({shown}), and undoing it would silently revert that; nothing was "
