@@ -27,6 +27,16 @@ def at(minutes: float) -> datetime:
     return T0 + timedelta(minutes=minutes)
 
 
+def test_another_session_sees_an_episodes_shared_events_but_not_its_label(mem: Mnemosyne, tmp_path: Path):
+    with mem.episode("layoffs planning: close the Berlin office"):
+        mem.remember("We will cut 40 jobs in Berlin")
+        mem.remember("The office wifi is corp-guest", scope="global")
+    with Mnemosyne(session_id="other", db_path=tmp_path / "m.db") as other:
+        (seen,) = other.episodes(session_id="ops")
+        assert (seen.size, seen.label) == (1, None)
+    assert [e.label for e in mem.episodes()] == ["layoffs planning: close the Berlin office"]
+
+
 def test_timeline_is_in_event_order_and_filtered(mem: Mnemosyne, tmp_path: Path):
     mem.remember("third", created_at=at(30))
     mem.remember("first", created_at=at(0))

@@ -173,6 +173,8 @@ class EpisodicMixin:
             if key in summarised:  # sleep named it as a time-gap episode
                 key = AUTO_PREFIX + members[0].id
             label, ended = explicit.get(key, (None, None))
+            if session != self.session_id:
+                label = None  # another session's words: its label is as private as its events
             end = members[-1].created_at
             summary = next((summaries[m.id] for m in members if m.id in summaries), None)
             # A summary says sleep found the episode over: a block whose process died
