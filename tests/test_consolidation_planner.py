@@ -535,6 +535,13 @@ def test_closed_episode_gets_a_bounded_extractive_summary_linked_to_every_source
     assert "m0099" not in plan.updates or "status" not in plan.updates["m0099"]  # global stays in view
 
 
+def test_a_summary_quotes_no_line_that_only_announces_what_follows():
+    trace = "Traceback (most recent call last):\n  File \"refunds.py\", line {n}, in refund\nKeyError: 'refund_id'"
+    texts = ["Ran the refund tests", trace.format(n=42), trace.format(n=57), "Fixed the KeyError in refunds"]
+    summary = extractive_summary(texts, max_sentences=3).text
+    assert "Traceback" not in summary and "):" not in summary and "KeyError" in summary
+
+
 def test_a_summary_quotes_the_same_sentences_in_every_process():
     # Events alike but for their numbers tie on every word that counts: the earliest
     # win, whatever order the hash seed gives their sets of words.

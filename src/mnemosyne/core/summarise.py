@@ -58,7 +58,9 @@ def extractive_summary(
     budget = max_chars - len(header)
     chosen: list[tuple[int, int, str]] = []
     covered: set[str] = set()
-    pool = [s for s in sentences if len(s[3]) >= MIN_WORDS] or sentences
+    # A line ending with a colon announces what follows ("Traceback (most recent call
+    # last):", "Steps:"): quoted alone it says nothing, and reads "...last):." with a stop.
+    pool = [s for s in sentences if len(s[3]) >= MIN_WORDS and not s[2].endswith(":")] or sentences
     def gain(item: tuple[int, int, str, set[str]], covered: set[str]) -> float:
         fresh = item[3] - covered
         # fsum: exact whatever the order of the set, which the hash seed sets; a plain
