@@ -24,7 +24,8 @@ _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8
 # by their extended names; a read's (SQLITE_IOERR_READ, ...) is never a full disk.
 _WRITE_IOERRS = frozenset({
     "SQLITE_IOERR", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_DIR_FSYNC",
-    "SQLITE_IOERR_TRUNCATE", "SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMMAP", "SQLITE_IOERR_MMAP",
+    "SQLITE_IOERR_TRUNCATE", "SQLITE_IOERR_SHMOPEN", "SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMMAP",
+    "SQLITE_IOERR_MMAP",
 })
 # Free space under which a disk counts as full: SQLite writes a page, or a 32 KiB
 # block of its -shm, at a time, so a write refused for want of room leaves less.
