@@ -699,6 +699,29 @@ def test_a_short_repeat_folds_into_the_global_copy_in_one_sleep_if_the_policy_sh
     assert plan_consolidation(after, NOW + 60, policy).empty
 
 
+def test_a_sessions_own_copies_merge_however_many_other_sessions_hold_the_text():
+    records = [record(0, "deploy", NOW - 10 * DAY, session="first"), record(1, "deploy", NOW - 9 * DAY, session="x")]
+    records += [record(n, "deploy", NOW - 8 * DAY + n, session=f"other-{n}") for n in range(2, 302)]
+    records.append(record(302, "deploy", NOW - 7 * DAY, session="x"))
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert [(link.src, link.dst) for link in plan.links] == [("m0001", "m0302")]
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10)).empty
+
+
+def test_a_kept_copy_takes_the_groups_it_repeats_an_anchor_of_in_the_same_sleep():
+    # The global copy keeps its own time, after the shorter note: the next sleep would
+    # find it repeating that note ("... fyi" says "..." again) and merge them then.
+    records = [record(0, "staging database listens on port 5432 fyi", NOW - 9 * DAY, session="s"),
+               record(1, "staging database listens on port 5432", NOW - 9 * DAY + 60, session="s"),
+               record(2, "staging database listens on port 5432 fyi", NOW - 9 * DAY + 120, session="s",
+                      scope="global")]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert {link.dst for link in plan.links if link.src == "m0002"} == {"m0000", "m0001"}
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10)).empty
+
+
 def test_shared_memories_of_alike_texts_stay_apart_and_a_second_plan_is_empty():
     alike = ["The staging database runs on port 5433 in eu-west",
              "The staging database runs on port 5433 in eu-west now"]

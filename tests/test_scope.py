@@ -128,7 +128,7 @@ def test_undoing_a_sleep_over_another_sessions_edit_names_none_of_its_memories(t
         a.update(ids[1], content="Alice asked for a 320k salary")
         with pytest.raises(InvalidInputError) as refused:
             b.undo_sleep(report.id)
-        assert "this session cannot see" in str(refused.value)
+        assert "2 forgotten or of another session" in str(refused.value)
         assert not any(memory_id in str(refused.value) for memory_id in ids)
         with pytest.raises(InvalidInputError, match=ids[1]):  # its own are named
             a.undo_sleep(report.id)

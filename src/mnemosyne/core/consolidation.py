@@ -379,6 +379,9 @@ def plan_consolidation(
         [m.id for m in candidates], [m.content_hash for m in candidates],
         [m.content for m in candidates], policy.duplicates, vectors, compatible,
         kept=lambda i: global_after_sleep(candidates[i]),
+        # Not sharing, each session's memories are grouped on their own: however many
+        # other sessions hold a text, a session's own copies find each other.
+        part=(lambda i: "") if policy.promote_recurring else (lambda i: candidates[i].session_id),
     )
     for group in groups:
         members = [candidates[i] for i in group]

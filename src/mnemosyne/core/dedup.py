@@ -152,6 +152,7 @@ def duplicate_groups(
     vectors: Mapping[str, np.ndarray] | None = None,
     compatible: Callable[[int, int], bool] = lambda anchor, item: True,
     kept: Callable[[int], bool] = lambda item: False,
+    part: Callable[[int], str] = lambda item: "",
 ) -> list[list[int]]:
     """Indices grouped by duplication; the input must be in time order.
 
@@ -160,7 +161,9 @@ def duplicate_groups(
     allows. A later member that the group keeps instead of its anchor (``kept``:
     the first such member) is matched like an anchor from then on: an item that
     duplicates only it would do so again at the next sleep, when it is all that is
-    left of the group. Only groups of two or more are returned.
+    left of the group. Items of different ``part`` (sessions that may not share)
+    never group, and are looked up apart: no other part's anchors crowd out an
+    item's own. Only groups of two or more are returned.
     """
     n = len(ids)
     sets = [word_set(text) for text in texts]
@@ -171,7 +174,8 @@ def duplicate_groups(
     for words in sets:
         frequency.update(words)
     unit = _unit_vectors(ids, vectors)
-    by_meaning: dict[tuple[str, ...], _Anchors] = {}  # values -> the anchors with a vector
+    parts = [part(i) for i in range(n)]
+    by_meaning: dict[tuple[str, tuple[str, ...]], _Anchors] = {}  # part, values -> the anchors with a vector
 
     def prefix(words: frozenset[str]) -> list[str]:
         # Prefix filtering: two sets with Jaccard >= t must share one of the first
@@ -185,29 +189,29 @@ def duplicate_groups(
     # it (another session's) must not hide a kept copy that may. Probed like the word
     # index: the first and the latest, so that 12,000 sessions' copies of one note,
     # each an anchor of its own, cost linear time.
-    anchors_by_hash: dict[str, list[int]] = defaultdict(list)
-    kept_by_hash: dict[str, list[int]] = defaultdict(list)
+    anchors_by_hash: dict[tuple[str, str], list[int]] = defaultdict(list)
+    kept_by_hash: dict[tuple[str, str], list[int]] = defaultdict(list)
 
     def by_hash(found: list[int]) -> list[int]:
         return found[:1] + found[-PROBED_ANCHORS:] if len(found) > PROBED_ANCHORS else found
     # Prefix word -> anchors, apart for each tuple of values: only texts stating the
     # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
     # would otherwise probe every earlier anchor for every text.
-    postings: dict[tuple[tuple[str, ...], str], list[int]] = defaultdict(list)
+    postings: dict[tuple[str, tuple[str, ...], str], list[int]] = defaultdict(list)
     members: dict[int, list[int]] = {}
     group_of: dict[int, int] = {}  # what is matched against (anchors, kept copies) -> its group's anchor
     keeping: set[int] = set()  # groups with a member they keep
 
-    def match_against(i: int, group: int, head: list[tuple[tuple[str, ...], str]]) -> None:
+    def match_against(i: int, group: int, head: list[tuple[str, tuple[str, ...], str]]) -> None:
         group_of[i] = group
         if group == i:
-            anchors_by_hash[hashes[i]].append(i)
+            anchors_by_hash[parts[i], hashes[i]].append(i)
         if group != i or kept(i):
-            kept_by_hash[hashes[i]].append(i)
+            kept_by_hash[parts[i], hashes[i]].append(i)
         for key in head:
             postings[key].append(i)
         if i in unit:
-            by_meaning.setdefault(numbers[i], _Anchors()).add(i, unit[i])
+            by_meaning.setdefault((parts[i], numbers[i]), _Anchors()).add(i, unit[i])
 
     def repeats(earlier: int, later: int, alike: set[int]) -> bool:
         """Whether ``later`` repeats ``earlier``; ``alike``: the texts close in meaning
@@ -220,12 +224,13 @@ def duplicate_groups(
         )
 
     for i in range(n):
-        candidates = {*by_hash(anchors_by_hash.get(hashes[i], [])), *by_hash(kept_by_hash.get(hashes[i], []))}
+        own = (parts[i], hashes[i])
+        candidates = {*by_hash(anchors_by_hash.get(own, [])), *by_hash(kept_by_hash.get(own, []))}
         lexical = len(sets[i]) >= rules.min_tokens
-        head = [(numbers[i], word) for word in prefix(sets[i])] if lexical else []
+        head = [(parts[i], numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:
             candidates.update(postings.get(key, ())[-PROBED_ANCHORS:])
-        anchors = by_meaning.get(numbers[i])
+        anchors = by_meaning.get((parts[i], numbers[i]))
         similar = anchors.close_to(unit[i], rules.cosine) if anchors is not None and i in unit else set()
         candidates.update(similar)
         chosen = next((j for j in sorted(candidates) if compatible(j, i) and repeats(j, i, similar)), None)
@@ -235,12 +240,15 @@ def duplicate_groups(
             if group not in keeping and kept(i):
                 keeping.add(group)
                 match_against(i, group, head)
-                # Kept, it takes the group's earliest time: a group begun after this one
-                # whose texts all repeat it would then come later, and be merged by the
-                # next sleep. It is merged now.
+                # Kept, it stands for the group. A group begun after this one's is
+                # merged into it now if its texts all say the kept one again (the
+                # kept one as if first), or if its anchor is said again by the kept
+                # one: the next sleep, matching the kept copy against the anchors it
+                # comes after, would merge that group.
                 for j in sorted(candidates):
-                    if group < j and j in members and all(
-                        compatible(i, m) and repeats(i, m, similar) for m in members[j]
+                    if group < j and j in members and (
+                        all(compatible(i, m) and repeats(i, m, similar) for m in members[j])
+                        or (compatible(j, i) and repeats(j, i, similar))
                     ):
                         for m in members.pop(j):
                             members[group].append(m)

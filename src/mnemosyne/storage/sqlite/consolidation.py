@@ -325,7 +325,7 @@ def _refuse_if_changed_since(
     if changed:
         named = [memory_id for memory_id in changed if memory_id in visible][:5]
         unnamed = len(changed) - len(named)
-        hidden = f"{unnamed} {'more ' if named else ''}this session cannot see" if unnamed else ""
+        hidden = f"{unnamed} {'more ' if named else ''}forgotten or of another session" if unnamed else ""
         shown = " and ".join(part for part in (", ".join(named), hidden) if part)
         raise InvalidInputError(
             f"sleep run {run_id!r} was not undone: {len(changed)} memories it wrote were edited or "
