@@ -23,7 +23,7 @@ import pytest
 from mnemosyne import BackupError, InvalidInputError, Mnemosyne, MnemosyneError, NotADatabaseError
 from mnemosyne.dr.recovery import create_backup, manifest_path, restore_backup, verify_backup
 from mnemosyne.storage.sqlite.snapshot import CLAIM
-from size_limit import under_size_limit
+from size_limit import fill, tiny_disk, under_size_limit
 
 pytestmark = pytest.mark.usefixtures("lexical_only")  # storage, not ranking: no model
 
@@ -854,30 +854,14 @@ def test_a_restore_whose_safety_copy_does_not_fit_is_a_full_disk_and_changes_not
 def test_a_backup_to_a_full_disk_leaves_nothing_that_refuses_a_retry(tmp_path: Path) -> None:
     source = tmp_path / "source.db"
     seed(source, count=20)
-    full = tmp_path / "full"
-    full.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(full)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
-    try:
-        ballast = full / "ballast"
-        fd = os.open(ballast, os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):  # until no block is left
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    with tiny_disk(tmp_path / "full", size="2m") as full:
+        ballast = fill(full)
         with pytest.raises(MnemosyneError, match="space|full"):
             create_backup(db_path=source, backup_path=full / "b.bak")
         assert sorted(path.name for path in full.iterdir()) == ["ballast"]
         ballast.unlink()  # room again: the same backup, retried, is made
         manifest = create_backup(db_path=source, backup_path=full / "b.bak")
         assert verify_backup(full / "b.bak") == manifest
-    finally:
-        if subprocess.run(["umount", str(full)]).returncode != 0:
-            subprocess.run(["umount", "-l", str(full)], check=True)
 
 
 def test_a_backup_of_another_page_size_restores_over_a_live_database(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from mnemosyne import (
 from mnemosyne.dr.doctor import diagnose
 from mnemosyne.dr.recovery import create_backup, restore_backup
 from mnemosyne.storage.sqlite.migrations import LATEST_VERSION
-from size_limit import under_size_limit
+from size_limit import fill, tiny_disk, under_size_limit
 
 
 def make_db(path: Path, n: int = 1) -> Path:
@@ -256,13 +256,7 @@ def test_a_full_disk_size_limit_rolls_back(tmp_path: Path):
 
 
 def test_a_really_full_filesystem(tmp_path: Path):
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
-    try:
+    with tiny_disk(tmp_path / "tiny") as mount:
         with Mnemosyne(session_id="s", db_path=mount / "m.db") as mem:
             stored = 0
             with pytest.raises(DiskFullError):
@@ -276,9 +270,6 @@ def test_a_really_full_filesystem(tmp_path: Path):
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         finally:
             conn.close()
-    finally:
-        if subprocess.run(["umount", str(mount)]).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def test_a_file_size_limit_the_wal_reaches_is_a_full_disk_and_rolls_back(tmp_path: Path):
@@ -341,33 +332,17 @@ def test_an_io_error_writing_is_a_full_disk_only_where_room_ran_out(tmp_path: Pa
 
 
 def test_opening_a_database_on_a_full_disk_is_a_full_disk(tmp_path: Path):
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs here (needs CAP_SYS_ADMIN): {done.stderr.strip()}")
-    try:
+    with tiny_disk(tmp_path / "tiny") as mount:
         db = mount / "m.db"
         with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
             mem.remember("kept")
-        ballast = os.open(mount / "ballast", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(ballast, b"\0" * 4096):  # until no block is left
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(ballast)
+        ballast = fill(mount)
         # SQLite cannot make the -shm it needs, and says so as a plain I/O error.
         with pytest.raises(DiskFullError, match="full"):
             Mnemosyne(session_id="s", db_path=db, embedder="none")
-        (mount / "ballast").unlink()
+        ballast.unlink()
         with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
             assert mem.get_stats().total == 1
-    finally:
-        if subprocess.run(["umount", str(mount)]).returncode != 0:
-            subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 HOLD_LOCK = """
