@@ -12,10 +12,10 @@ order, each on what the previous ones left active:
 3. **merge** near-duplicates into one member (the canonical memory: a global one,
    else the earliest), which takes the latest sighting, the summed occurrence count
    and the highest importance, and keeps its own ``created_at`` (when it happened:
-   its place in the timeline). Across sessions only
-   repeats merge, and copies several sessions hold privately fold into a new global
-   ``fact`` memory of the shared text, so no session loses sight of them and none
-   sees another's row;
+   its place in the timeline). Across sessions nothing merges unless the policy
+   shares (``promote_recurring``); then only repeats merge, and copies several
+   sessions hold privately fold into a new global ``fact`` memory of the shared
+   text, so no session loses sight of them and none sees another's row;
 4. **promote** session memories marked important to ``global`` (only if the policy
    asks: it shows a session's own text, source and metadata to every session);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
@@ -347,11 +347,11 @@ def plan_consolidation(
     _unquote_superseded(plan, state, stored_summaries or {}, superseded_by, value)
 
     # 3. merge near-duplicates into a global member if there is one, else into the
-    # earliest. Across sessions only repeats (the same words in the same order) group,
-    # so no session's other words reach another; with no global member
-    # (promote_recurring) they fold into a new global memory of the shared text:
-    # never into one session's own row made global, which would hand its source,
-    # metadata and the right to edit it over.
+    # earliest. Across sessions only where the policy shares (promote_recurring), and
+    # only repeats (the same words in the same order), so no session's other words
+    # reach another; with no global member they fold into a new global memory of the
+    # shared text: never into one session's own row made global, which would hand
+    # its source, metadata and the right to edit it over.
     candidates = [m for m in live() if m.kind != "summary"]
     sharing_keys: dict[int, str] = {}
 
