@@ -184,16 +184,17 @@ def duplicate_groups(
         ordered = sorted(words, key=lambda w: (frequency[w], w))
         return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
 
-    # Hash -> the anchors with that hash, and apart the kept copies, which a text too
-    # short for the word index ("deploy") finds only here: an anchor that may not take
-    # it (another session's) must not hide a kept copy that may. Probed like the word
-    # index: the first and the latest, so that 12,000 sessions' copies of one note,
-    # each an anchor of its own, cost linear time.
+    # Part and hash -> the anchors with that hash, and apart the kept copies, which a
+    # text too short for the word index ("deploy") finds only here: an anchor that may
+    # not take it must not hide a kept copy that may. Probed like the word index, the
+    # first and the latest: where every session shares one part, 12,000 sessions'
+    # copies of one note, each an anchor of its own, still cost linear time.
     anchors_by_hash: dict[tuple[str, str], list[int]] = defaultdict(list)
     kept_by_hash: dict[tuple[str, str], list[int]] = defaultdict(list)
 
     def by_hash(found: list[int]) -> list[int]:
         return found[:1] + found[-PROBED_ANCHORS:] if len(found) > PROBED_ANCHORS else found
+
     # Prefix word -> anchors, apart for each tuple of values: only texts stating the
     # same values can be duplicates, and a corpus of "reading 41 of sensor 7" kinds
     # would otherwise probe every earlier anchor for every text.
