@@ -34,7 +34,10 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # the library raises many unrelated types
             raise EmbedderError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
         self.model = model
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        # Renamed in sentence-transformers 6; the old name warns there.
+        dimension_of = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension)
+        self.dimension = int(dimension_of())
         self._batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
