@@ -10,11 +10,12 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.core import lexical
-from mnemosyne.core.temporal import asks_only_when, named_time, without_counts_back, without_times
+from mnemosyne.core.temporal import asks_only_when, named_time, relative_times_apart, without_times
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2026, 3, 13, 17, tzinfo=timezone.utc)  # a Friday
 EMBEDDERS = pytest.mark.parametrize("embedder", ["none", HashEmbedder()], ids=["words only", "with vectors"])
+AUTUMN = datetime(2026, 11, 27, 17, tzinfo=timezone.utc)
 
 
 def at(day: int, hour: int = 0, minute: int = 0) -> datetime:
@@ -63,10 +64,15 @@ def test_a_times_words_are_no_topic_but_the_rest_of_the_query_is():
     assert without_times("the user's messages yesterday").split() == ["the", "user's", "messages"]
     assert without_times("the party on Valentine's day").split() == ["the", "party", "on"]
     # A time counted back from now is no topic; a named time's words may be ("our August trip").
-    assert without_counts_back("where did I park 3 days ago").split() == ["where", "did", "i", "park"]
-    assert without_counts_back("the trip in August, the past 2 days").split() == ["the", "trip", "in", "august,",
-                                                                                    "the"]
-    assert without_counts_back("where did I move from 4 years ago").split()[-3:] == ["4", "years", "ago"]
+    assert relative_times_apart("where did I park 3 days ago") == ("where did i park  ", ())
+    assert relative_times_apart("the trip in August, the past 2 days").rest.split() == ["the", "trip", "in",
+                                                                                         "august,", "the"]
+    # A count of weeks, months or years is what a memory says how long in ("for 4 years").
+    assert relative_times_apart("where did I move from 4 years ago").rest.split()[-3:] == ["4", "years", "ago"]
+    # Other times relative to now are searched as the phrase they are, not as loose words.
+    assert relative_times_apart("emails from last week") == ("emails from  ", ("last week",))
+    assert relative_times_apart("the monthly report this month") == ("the monthly report  ", ("this month",))
+    assert relative_times_apart("what did we decide on Friday") == ("what did we decide  ", ("friday",))
 
 
 @EMBEDDERS
@@ -236,3 +242,60 @@ def test_a_possessive_source_lists_what_it_said_then(tmp_path: Path, embedder, q
         found = mem.recall(query, now=NOW, explain=True)
         assert [m.id for m in found] == [httpx, move]
         assert all(m.explanation["named_source"] == 1.0 for m in found)
+
+
+@EMBEDDERS
+@pytest.mark.parametrize("query", [
+    "what changed in July", "what did we decide in July", "events in July", "any updates in July",
+    "what went on in July", "any decisions in July", "what did we agree in July",
+])
+def test_asking_what_changed_or_was_decided_at_a_time_lists_it(tmp_path: Path, embedder, query: str):
+    july = datetime(2026, 7, 12, 15, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        moved = mem.remember("Jane moved to 4 Harbour Lane, Bristol.", importance=0.8, created_at=july)
+        plan = mem.remember("Jane switched her mobile plan to Giffgaff.", created_at=july + timedelta(days=8))
+        mem.remember("Jane's old address was 12 Mill Road.", created_at=datetime(2026, 3, 2, tzinfo=timezone.utc))
+        assert [m.id for m in mem.recall(query, now=AUTUMN)] == [moved, plan]
+
+
+@EMBEDDERS
+def test_what_was_decided_about_something_at_a_time_stays_topical(tmp_path: Path, embedder):
+    july = datetime(2026, 7, 12, 15, tzinfo=timezone.utc)
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        chosen = mem.remember("We chose Postgres as the database for billing.", created_at=july)
+        mem.remember("Booked the team offsite in Lisbon.", created_at=july + timedelta(days=2))
+        older = mem.remember("The database for search stays Elasticsearch.", created_at=july - timedelta(days=90))
+        found = mem.recall("what did we decide about the database in July", now=AUTUMN, explain=True)
+        # July's database decision first, found by its words; not a listing of July.
+        assert [m.id for m in found][:2] == [chosen, older]
+        assert found[0].explanation["listed"] == 0.0 and found[0].explanation["content"] > 0
+
+
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "expected"), [
+    ("which bills came this month", "Electricity bill: 80 GBP, paid by direct debit."),
+    ("emails from last week", "Email from Richard: the Q4 review moved to December 10."),
+])
+def test_a_relative_times_words_match_no_memory_that_merely_holds_them(tmp_path: Path, embedder, query: str,
+                                                                        expected: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([
+            {"content": "The gym membership is 45 GBP a month.",
+             "created_at": datetime(2025, 5, 11, tzinfo=timezone.utc)},
+            {"content": "Jane's passport renewal takes about 3 weeks.",
+             "created_at": datetime(2025, 7, 30, tzinfo=timezone.utc)},
+            {"content": expected, "created_at": at(9, 10)},
+        ])
+        assert [m.content for m in mem.recall(query, now=NOW)] == [expected]
+
+
+@EMBEDDERS
+def test_a_relative_time_is_searched_as_the_phrase_a_memory_tells_it_in(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        # Told a week after: its own "last weekend" is what the question echoes.
+        beaten = mem.remember("I finally beat the last boss of Elden Ring last weekend!", created_at=at(1, 20))
+        mem.remember("Elden Ring: the last boss took me 3 weeks of weekends.", created_at=at(12, 20))
+        mem.remember("The monthly report: Elden Ring sales are up.", created_at=at(2, 20))
+        assert mem.recall("which boss did I beat in Elden Ring last weekend", now=NOW)[0].id == beaten
+        # A word that is a topic elsewhere in the query stays one: "monthly" beside "last month".
+        assert "monthly report" in mem.recall("the monthly report on Elden Ring last month", now=NOW)[0].content

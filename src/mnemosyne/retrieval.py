@@ -14,7 +14,18 @@ from . import background
 from .core import lexical
 from .core.context import MAX_GAP_S, WINDOW
 from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
-from .core.temporal import HAPPENING, Window, asks_only_when, window_seconds, without_counts_back, without_times
+from .core.temporal import (
+    HAPPENING,
+    Window,
+    Worded,
+    asks_latest,
+    asks_only_when,
+    asks_recent,
+    dates_ahead,
+    relative_times_apart,
+    window_seconds,
+    without_times,
+)
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
@@ -69,15 +80,32 @@ def search(
     # whatever their words, the nearest to the query by meaning first, and the latest
     # without a vector. Those that may be returned as they are: a summary made
     # yesterday stands for its originals, and does not crowd out yesterday's others.
-    window = window_seconds(query, local_time(now, zone))
-    # How far back a time it names counts is not what it asks about: not "3" nor "days"
-    # in "where did I park 3 days ago" (a memory of a 3-day stay in January is no answer).
-    terms = lexical.search_terms(query if window is None else without_counts_back(query)) or lexical.search_terms(query)
+    # "Recently", "where did we leave off": up to the latest memory the recall may return.
+    local_now = local_time(now, zone)
+    last_active = _last_active(store, filters, now) if asks_recent(query) else None
+    window = window_seconds(query, local_now, None if last_active is None else local_time(last_active, zone))
+    if window is not None and asks_latest(query, local_now):
+        # "What's the next step": of the recent time, a weaker match is the answer.
+        weights = dataclasses.replace(weights, time_match=weights.latest_match)
+    # "What do I have on December 10", asked in November: the memories that mention
+    # it, by the ways a date is written, whenever they were made.
+    ahead = dates_ahead(query, local_now)
+    # A time read relative to now is not what a query asks about: not "3" nor "days"
+    # in "where did I park 3 days ago" (a memory of a 3-day stay in January is no
+    # answer), nor "month" in "any changes this month".
+    asked = Worded(ahead.rest, ()) if window is None else relative_times_apart(ahead.rest)
+    terms = [*lexical.search_terms(asked.rest), *asked.phrases, *ahead.forms] or lexical.search_terms(query)
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor
     # by the days around a date that a topical question searches for its retellings.
-    only_when = window is not None and asks_only_when(query)
+    # A date ahead beside it is what it asks about ("what did we say yesterday about December 3").
+    only_when = window is not None and not ahead.forms and asks_only_when(query)
+    # One about nothing but a date ahead ("what's happening in December") by the
+    # memories that write it, found by those words alone.
+    only_ahead = bool(ahead.forms) and window is None and asks_only_when(query)
+    if only_ahead:
+        terms = list(ahead.forms)
     # One about nothing but who said it (and when: "what did ci-bot say yesterday")
     # by what that source said (then), listed alike: not by what others said of it.
     # A pronoun that speaks names a chat role: "what did I tell you yesterday" asks
@@ -110,6 +138,7 @@ def search(
     # meaning are searched for, and "what happened" in a memory's text does not put
     # it first.
     searched = [] if listing else terms
+    by_words_alone = listing or only_ahead
     if redirect:
         filters = dataclasses.replace(filters, statuses=_CONDENSED_TOO)
 
@@ -123,7 +152,7 @@ def search(
 
     # Embedding the query and scanning vectors release the GIL, and so does SQLite:
     # the two searches overlap, and recall waits for the slower one, not both.
-    dense_search = background.submit(by_meaning) if slot.ready and not listing else None
+    dense_search = background.submit(by_meaning) if slot.ready and not by_words_alone else None
     # One read snapshot for every lookup: they agree with each other (no memory can
     # be forgotten and its seq reused in between), and pay for one transaction.
     with store.snapshot():
@@ -154,7 +183,7 @@ def search(
             if lexical.scored_again(searched, by_field[field]) and not (len(queries[field]) == 1 and len(hits) < depth)
         }
         query_vector, (dense_hits, field_similarity), dated_hits = (
-            _nothing_by_meaning() if listing
+            _nothing_by_meaning() if by_words_alone
             else by_meaning() if dense_search is None
             else dense_search.result())
         # A listing has nothing else to find its memories by: it reads its span
@@ -242,6 +271,20 @@ def search(
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
     ]
+
+
+def _last_active(store: SQLiteStore, filters: Filters, now: float) -> float | None:
+    """The time of the latest memory up to ``now`` that passes ``filters``: of the
+    session's own (private, as memories are by default) where it has any, else of
+    any the viewer may see. Another agent's shared note of yesterday is not where
+    this one left off."""
+    until = now if filters.until is None else min(filters.until, now)
+    seen = dataclasses.replace(filters, until=until)
+    own = dataclasses.replace(seen, scope="session")
+    for lookup in (own, seen) if filters.scope is None else (seen,):
+        if latest := store.latest(lookup, 1):
+            return float(store.ranking_facts(latest)[latest[0]]["created_at"])
+    return None
 
 
 def _sources_asked_for(

@@ -55,6 +55,11 @@ class Weights:
     recency: float = 0.05         # bonus for fresh memories, halving every half-life
     recency_half_life_days: float = 30.0
     time_match: float = 0.5       # bonus when created in the span the query names
+    # In its place when the query asks for the latest state of something ("the latest
+    # on the migration", "what's the next step") and names no other time: of the
+    # recent time (``core/temporal.py``), a match at half the relevance of an older
+    # one is the answer.
+    latest_match: float = 1.0
     access: float = 0.02          # per log-unit of past recalls
     # Multiplier for a value a newer one replaced (seen on request): below the newer
     # one when both match alike, however much more important or used it was.
