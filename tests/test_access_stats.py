@@ -83,3 +83,30 @@ def test_a_locked_database_never_fails_or_stalls_a_recall(tmp_path: Path):
         mem.recall("statistics")
         assert mem._store.access.pending() == 0
         assert mem.get(memory_id).access_count == 4
+
+
+FORK_WORKERS_THAT_EXIT_NORMALLY = """
+import os, sys
+from mnemosyne import Mnemosyne
+mem = Mnemosyne(session_id="s", db_path=sys.argv[1], embedder="none")
+mem.remember("the deploy key rotates monthly")
+mem.recall("deploy key")  # one hit, still pending when the workers are forked
+workers = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # a worker that ends as gunicorn's do: atexit handlers run
+    workers.append(pid)
+print([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in workers])
+mem.close()
+"""
+
+
+def test_forked_workers_do_not_count_the_parents_hits_again(tmp_path: Path):
+    db = tmp_path / "m.db"
+    done = subprocess.run([sys.executable, "-c", FORK_WORKERS_THAT_EXIT_NORMALLY, str(db)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 0, 0]"
+    with Mnemosyne(session_id="s", db_path=db, embedder="none") as mem:
+        assert [m.access_count for m in mem.timeline()] == [1]

@@ -13,6 +13,7 @@ then: scripts and CLI commands often end without ``close()``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import weakref
 from collections.abc import Iterable
@@ -39,6 +40,7 @@ class AccessRecorder:
         # Holds what a flush needs but not the recorder, so the recorder can still be
         # collected; runs when it is, or at exit, whichever comes first.
         weakref.finalize(self, _flush_left_over, db, self._pending, self._lock)
+        _recorders.add(self)
 
     def record(self, memory_ids: Iterable[str]) -> None:
         """Count one access of each id; flush if a batch is due."""
@@ -101,6 +103,19 @@ def _flush(
                     entry[0] += hits
                     entry[1] = max(entry[1], at)
         return False
+
+
+# Every live recorder, for a forked child to drop the hits it copied: they are the
+# parent's to write, and each worker that ended normally wrote them again.
+_recorders: weakref.WeakSet[AccessRecorder] = weakref.WeakSet()
+
+
+def _forget_the_parents_hits() -> None:
+    for recorder in list(_recorders):
+        recorder._pending.clear()  # the same dict, never a new one: the finalizer holds it
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_hits)
 
 
 def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: _fork.Lock) -> None:
