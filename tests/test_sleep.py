@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import subprocess
@@ -371,6 +372,18 @@ def test_auto_sleep_runs_in_the_background_after_an_idle_period(tmp_path: Path):
             time.sleep(0.05)
         assert mem._auto_sleeper.runs == 2
     assert not mem._auto_sleeper._thread.is_alive()
+
+
+def test_an_instance_dropped_without_close_ends_its_auto_sleep(tmp_path: Path):
+    def serve_a_request() -> threading.Thread:
+        mem = Mnemosyne(session_id="request", db_path=tmp_path / "m.db", embedder="none", auto_sleep=True)
+        mem.remember("a note written while serving one request")
+        return mem._auto_sleeper._thread  # the instance itself goes out of scope, unclosed
+
+    thread = serve_a_request()
+    gc.collect()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
 
 
 class SlowToPlan(Mnemosyne):

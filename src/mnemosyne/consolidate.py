@@ -24,6 +24,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -215,6 +216,16 @@ class AutoSleeper:
                 log.exception("auto-sleep failed")
 
 
+def _while_alive(owner: weakref.ref[SleepMixin]) -> Callable[[threading.Event], SleepReport]:
+    """Sleep for ``owner``, or end the auto-sleep once it has been collected."""
+    def sleep(stop: threading.Event) -> SleepReport:
+        mem = owner()
+        if mem is None:
+            raise SleepStopped("the instance was dropped")
+        return mem._sleep(stop=stop)
+    return sleep
+
+
 class SleepMixin:
     """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
 
@@ -240,7 +251,10 @@ class SleepMixin:
         self.sleep_policy = policy
         self._sleeper = SleepStore(self._store)
         if idle is not None:
-            self._auto_sleeper = AutoSleeper(lambda stop: self._sleep(stop=stop), idle)
+            # The thread holds the instance only while it sleeps: one dropped without
+            # close() is collected (its files closed), and its auto-sleep ends.
+            self._auto_sleeper = AutoSleeper(_while_alive(weakref.ref(self)), idle)
+            weakref.finalize(self, self._auto_sleeper.halt)
 
     def sleep(
         self,
