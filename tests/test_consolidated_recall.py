@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -445,3 +446,96 @@ def test_a_quote_given_its_own_full_stop_goes_with_the_event(mem: Mnemosyne, cha
     (episode,) = mem.episodes()
     assert episode.summary is not None and "Alice approved" not in episode.summary.content
     assert "The deploy of billing failed on staging." in episode.summary.content
+
+
+NIGHTLY = "Nightly build failed: mypy error in src/payments/ledger.py:88."
+
+
+def test_a_repeat_merged_into_an_older_copy_still_answers_for_its_own_day(tmp_path: Path):
+    now = datetime(2026, 6, 10, 17, tzinfo=timezone.utc)
+    yesterday = datetime(2026, 6, 9, tzinfo=timezone.utc)
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none") as mem, \
+            Mnemosyne(session_id="bob", db_path=db, embedder="none") as bob:
+        first = mem.remember(NIGHTLY, source="ci-bot", created_at=now - timedelta(days=21))
+        mem.remember("Ran the migration 0042 on staging.", source="assistant", created_at=now - timedelta(days=20))
+        repeat = mem.remember(NIGHTLY, source="ci-bot", created_at=yesterday + timedelta(hours=2))
+        refund = mem.remember("User asked to bump the refund limit to 10000 EUR.", source="user",
+                              created_at=yesterday + timedelta(hours=10))
+        # Another session's private copies, merged in their own session.
+        bob.remember_many({"content": NIGHTLY, "source": "ci-bot", "created_at": at}
+                          for at in (now - timedelta(days=21), yesterday + timedelta(hours=3)))
+        assert mem.sleep().merged == 2
+        assert mem.get(repeat).status == "consolidated"
+
+        # Listed, searched for or filtered by its day, the repeat is what happened
+        # then, as it did before sleep; the copy kept from three weeks before is not.
+        assert [m.id for m in mem.recall("what happened yesterday", now=now)] == [refund, repeat]
+        # Of yesterday, the repeat answers for the kept copy of the same words too.
+        asked = [m.id for m in mem.recall("did the nightly build fail yesterday", now=now)]
+        assert asked[0] == repeat and first not in asked
+        assert [m.id for m in mem.recall("nightly build failed", since=yesterday, until=now)] == [repeat]
+        assert [m.id for m in mem.recall("what did ci-bot say yesterday", now=now)] == [repeat]
+        # Asked without a time, the kept copy stands for it.
+        assert [m.id for m in mem.recall("nightly build failed", now=now)] == [first]
+
+        mem.forget(repeat)
+        assert [m.id for m in mem.recall("what happened yesterday", now=now)] == [refund]
+        assert mem.recall("nightly build failed", since=yesterday, until=now) == []
+
+
+def test_the_repeats_of_one_day_merged_into_an_older_copy_answer_once_for_it(tmp_path: Path):
+    now = datetime(2026, 6, 10, 17, tzinfo=timezone.utc)
+    yesterday = datetime(2026, 6, 9, tzinfo=timezone.utc)
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember(NIGHTLY, created_at=now - timedelta(days=21))
+        night, noon = (mem.remember(NIGHTLY, created_at=yesterday + timedelta(hours=hour)) for hour in (2, 12))
+        lunch = mem.remember("Lunch with the payments team.", created_at=yesterday + timedelta(hours=13))
+        assert mem.sleep().merged == 2
+        # Sleep made the two one memory said again; yesterday's first answers for both.
+        assert [m.id for m in mem.recall("what happened yesterday", now=now)] == [lunch, night]
+        for found in (mem.recall("nightly build failed", since=yesterday, until=now),
+                      mem.recall("did the nightly build fail yesterday", now=now)):
+            assert found[0].id == night
+            assert noon not in {m.id for m in found}
+
+
+def test_a_repeat_merged_into_a_copy_of_the_same_day_is_listed_once(tmp_path: Path):
+    now = datetime(2026, 6, 10, 17, tzinfo=timezone.utc)
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder="none") as mem:
+        first = mem.remember(NIGHTLY, created_at=datetime(2026, 6, 9, 2, tzinfo=timezone.utc))
+        mem.remember(NIGHTLY, created_at=datetime(2026, 6, 9, 14, tzinfo=timezone.utc))
+        assert mem.sleep().merged == 1
+        assert [m.id for m in mem.recall("what happened yesterday", now=now)] == [first]
+
+
+def test_a_summary_answers_for_the_day_it_is_of_and_its_events_of_another_day_for_theirs(tmp_path: Path):
+    now = datetime(2026, 6, 10, 17, tzinfo=timezone.utc)
+
+    def on(day: int, hour: int, minute: int) -> datetime:
+        return datetime(2026, 6, day, hour, minute, tzinfo=timezone.utc)
+
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder="none") as mem:
+        # One episode from the evening before yesterday into yesterday's first hour,
+        # one of yesterday afternoon.
+        drill = mem.remember_many([
+            {"content": "Started the database failover drill.", "created_at": on(8, 23, 40)},
+            {"content": "Promoted the replica in eu-west.", "created_at": on(8, 23, 55)},
+            {"content": "Failover drill finished after 4 minutes of read-only.", "created_at": on(9, 0, 10)},
+            {"content": "Wrote the drill report for the SRE channel.", "created_at": on(9, 0, 20)},
+        ])
+        review = mem.remember_many([
+            {"content": "Reviewed PR #512 for the billing export.", "created_at": on(9, 14, 0)},
+            {"content": "Left two comments on the CSV encoding.", "created_at": on(9, 14, 10)},
+            {"content": "Approved PR #512 after the fix.", "created_at": on(9, 14, 30)},
+        ])
+        assert mem.sleep(policy=SleepPolicy(summarise_after=0, consolidate="all")).summaries == 2
+        summaries = {m.created_at.day: m.id for m in mem.recall("drill PR", include_consolidated=True, top_k=20)
+                     if m.kind == "summary"}
+
+        # The afternoon's summary (made yesterday) stands for its events; the drill's
+        # is dated the evening before, and its events of yesterday answer themselves.
+        yesterday = {m.id for m in mem.recall("what happened yesterday", now=now)}
+        assert yesterday == {summaries[9], *drill[2:]}
+        assert not yesterday & {*review, *drill[:2]}
+        assert {m.id for m in mem.recall("what happened 2 days ago", now=now)} == {summaries[8]}

@@ -49,7 +49,7 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 @pytest.mark.parametrize(
     ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
                            ("schema_v6.db", 14), ("schema_v7.db", 14), ("schema_v8.db", 18),
-                           ("schema_v9.db", 18)]
+                           ("schema_v9.db", 18), ("schema_v10.db", 18)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
@@ -321,6 +321,23 @@ def test_an_upgrade_indexes_each_sources_memories_by_time(tmp_path: Path):
                    for index in ("memories_by_source_session_time", "memories_by_source_scope_time")}
     assert columns == {"memories_by_source_session_time": ["source", "session_id", "created_at"],
                        "memories_by_source_scope_time": ["source", "scope", "created_at"]}
+
+
+def test_an_upgrade_indexes_memories_by_importance(tmp_path: Path):
+    # A listing of a span reads its most important memories down these, in the same
+    # walks, however many memories the span holds.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v10.db", db)
+    with Mnemosyne(session_id="website-redesign", db_path=db, embedder=HashEmbedder()) as mem:
+        assert mem.get_stats().schema_version == LATEST_VERSION
+        assert mem.recall("what happened in April 2026", now="2026-05-01")
+    with sqlite3.connect(db) as conn:
+        columns = {index: [row[2] for row in conn.execute(f"PRAGMA index_info({index})")]
+                   for index in ("memories_by_session_importance", "memories_by_scope_importance")}
+    assert columns == {
+        "memories_by_session_importance": ["session_id", "status", "importance", "created_at", "source"],
+        "memories_by_scope_importance": ["scope", "status", "importance", "created_at", "source"],
+    }
 
 
 def test_a_schema_8_database_upgrades_and_its_cjk_and_emoji_memories_are_found_by_their_words(tmp_path: Path):

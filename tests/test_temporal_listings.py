@@ -3,6 +3,8 @@ topical question searches, and who said it when a query names them."""
 
 from __future__ import annotations
 
+import random
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import pytest
 from mnemosyne import Mnemosyne
 from mnemosyne.core import lexical
 from mnemosyne.core.temporal import asks_only_when, named_time, relative_times_apart, without_times
+from mnemosyne.storage.base import Filters
+from mnemosyne.storage.sqlite import SQLiteStore, listing
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2026, 3, 13, 17, tzinfo=timezone.utc)  # a Friday
@@ -299,3 +303,90 @@ def test_a_relative_time_is_searched_as_the_phrase_a_memory_tells_it_in(tmp_path
         assert mem.recall("which boss did I beat in Elden Ring last weekend", now=NOW)[0].id == beaten
         # A word that is a topic elsewhere in the query stays one: "monthly" beside "last month".
         assert "monthly report" in mem.recall("the monthly report on Elden Ring last month", now=NOW)[0].content
+
+
+@EMBEDDERS
+@pytest.mark.parametrize("query", ["what happened last week", "what happened in the past 7 days"])
+def test_a_listing_puts_its_spans_most_important_memory_first_however_many_come_after_it(
+        tmp_path: Path, embedder, query: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many({"content": f"Routine: ran the test suite, run {day}-{i}, all green.", "importance": 0.2,
+                           "created_at": NOW - timedelta(days=day, hours=-i / 2)}
+                          for day in range(1, 8) for i in range(20))
+        # Five days back: a hundred routine memories of the span are later.
+        outage = mem.remember("Production outage: the payments database ran out of disk.", importance=1.0,
+                              created_at=NOW - timedelta(days=5))
+        for top_k in (1, 10, 50):
+            assert mem.recall(query, now=NOW, top_k=top_k)[0].id == outage
+
+
+@pytest.mark.parametrize("scope", ["session", "global"])
+def test_a_long_spans_most_important_memories_are_listed_first(tmp_path: Path, scope: str):
+    # More memories than a span is read and sorted whole for: read down the importance index.
+    with Mnemosyne(session_id="agent", db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember_many({"content": f"Daily log line {i}.", "importance": 0.3, "scope": scope,
+                           "created_at": at(1) + timedelta(minutes=10 * i)} for i in range(1_500))
+        renewal = mem.remember("Renewed the office insurance for a year.", importance=0.9, scope=scope,
+                               created_at=at(2, 9))
+        audit = mem.remember("The external audit found no issues.", importance=0.9, scope=scope,
+                             created_at=at(3, 9))
+        mem.remember("Signed the lease for the new office.", importance=1.0, scope=scope,
+                     created_at=datetime(2026, 2, 27, tzinfo=timezone.utc))  # another month
+        found = mem.recall("what happened in March", now=NOW, top_k=3)
+        assert [m.id for m in found][:2] == [audit, renewal]
+        assert found[2].importance == 0.3 and found[2].created_at.day == 11  # then the newest of the rest
+
+
+def test_a_source_and_a_time_list_its_most_important_memory_of_then_first(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember_many({"content": f"Nightly build {i} passed.", "source": "ci-bot", "importance": 0.2,
+                           "created_at": at(12) - timedelta(hours=i)} for i in range(80))
+        mem.remember_many({"content": f"Note {i}.", "source": "user", "importance": 1.0,
+                           "created_at": at(12) - timedelta(hours=i)} for i in range(5))
+        broken = mem.remember("Release build failed: the signing key expired.", source="ci-bot", importance=0.9,
+                              created_at=at(8, 3))
+        found = mem.recall("what did ci-bot say last week", now=NOW, top_k=5)
+        assert found[0].id == broken
+        assert {m.source for m in found} == {"ci-bot"}
+
+
+@pytest.mark.parametrize("read_by", ["importance", "time", "status"])
+def test_a_spans_most_important_memories_are_those_a_full_sort_puts_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_by: str):
+    # Each way a walk may be read: down the importance index past other times, the
+    # span by time, a status of few memories whole.
+    monkeypatch.setattr(listing, "_held_up_to", lambda conn, index, condition, params: {
+        "importance": False, "time": index.endswith("_time"), "status": index.endswith("_importance")}[read_by])
+    rng = random.Random(7)
+    db = tmp_path / "m.db"
+    for session in ("agent", "other"):
+        with Mnemosyne(session_id=session, db_path=db, embedder="none") as mem:
+            mem.remember_many({"content": f"{session} memory {i}", "source": rng.choice(["ci-bot", "user", "sleep"]),
+                               "scope": rng.choice(["session", "global"]), "importance": rng.choice([0.1, 0.5, 0.9]),
+                               "created_at": at(1) + timedelta(minutes=rng.randrange(12 * 24 * 60))}
+                              for i in range(400))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE memories SET status = 'consolidated' WHERE seq % 7 = 0")
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute("SELECT * FROM memories").fetchall()
+    store = SQLiteStore(db)
+    try:
+        for filters in [
+            Filters("agent", since=at(3).timestamp(), until=at(9).timestamp()),
+            Filters("agent", since=at(5).timestamp(), until=at(6).timestamp(), scope="global",
+                    statuses=("active", "consolidated")),
+            Filters("agent", since=at(2).timestamp(), until=at(12).timestamp(), scope="session", sources=("user",),
+                    statuses=("consolidated",)),
+            Filters("agent", since=at(1).timestamp(), until=at(13).timestamp(), sources=("ci-bot", "sleep"),
+                    statuses=()),
+        ]:
+            passing = [r for r in rows if (r["scope"] == "global" or r["session_id"] == "agent")
+                       and filters.since <= r["created_at"] <= filters.until
+                       and (filters.scope is None or r["scope"] == filters.scope)
+                       and (not filters.sources or r["source"] in filters.sources)
+                       and (not filters.statuses or r["status"] in filters.statuses)]
+            first = sorted(passing, key=lambda r: (-r["importance"], -r["created_at"], -r["seq"]))
+            assert first
+            assert store.most_important(filters, 25) == [r["seq"] for r in first[:25]]
+    finally:
+        store.close()

@@ -70,7 +70,9 @@ def search(
 
     Originals that sleep consolidated stay searchable: when default recall (active
     memories only) matches one, the match counts for the memory that now stands for
-    it (its summary or canonical copy). Condensing never makes a fact unfindable.
+    it (its summary or canonical copy), or for itself where that one is of another
+    time than the query names or the filters keep, or by another source. Condensing
+    never makes a fact unfindable, nor moves it to another day.
     """
     depth = max(MIN_CANDIDATES, top_k)
     # When the filters leave fewer word matches than this (10 in most recalls), the
@@ -118,12 +120,14 @@ def search(
         only_when = _asks_nothing_else(query, [], window)
     redirect = filters.statuses == ("active",)
     if speakers:
-        # A source's condensed memories are among what it said: listed through what
-        # stands for them, or as themselves where that is by another source (a
-        # summary is by "sleep"), as a search filtered by source returns them.
-        filters = dataclasses.replace(filters, sources=speakers,
-                                      statuses=_CONDENSED_TOO if redirect else filters.statuses)
+        filters = dataclasses.replace(filters, sources=speakers)
     listing = only_when or bool(speakers)
+    if listing and redirect:
+        # Memories sleep condensed are among what happened then and what a source
+        # said: listed through what stands for them, or as themselves where that is
+        # of another time (a kept copy made weeks before) or by another source (a
+        # summary is by "sleep"), as a search filtered by time or source returns them.
+        filters = dataclasses.replace(filters, statuses=_CONDENSED_TOO)
     if listing and window is not None:
         during = _during(filters, window.named)
         if during is None:  # the caller's own filters leave none of that time
@@ -187,9 +191,15 @@ def search(
             else by_meaning() if dense_search is None
             else dense_search.result())
         # A listing has nothing else to find its memories by: it reads its span
-        # exactly. Otherwise the nearest by meaning in the span are searched for, and
-        # those without a vector among the span's latest LATEST_SCANNED are enough.
-        latest = [] if by_time is None else store.latest(by_time, depth, None if listing else LATEST_SCANNED)
+        # exactly, those it puts first (the most important), however many the span
+        # holds; a source's, named without a time, its latest. Otherwise the nearest
+        # by meaning in the span are searched for, and those without a vector among
+        # the span's latest LATEST_SCANNED are enough.
+        latest = (
+            [] if by_time is None
+            else _listed_by_time(store, by_time, depth, ranked=window is not None) if listing
+            else store.latest(by_time, depth, LATEST_SCANNED)
+        )
         # Listed whatever their words or meaning only when the query asks about nothing
         # but their time or source; otherwise they are candidates that must match like
         # any other.
@@ -205,9 +215,11 @@ def search(
         stretch = len(dense_hits) >= MIN_CANDIDATES
 
         if redirect:
+            # A memory of the span a topical question names is stood for only by one of
+            # that span too (a listing's span, and the caller's, are in its filters).
             standing_for = store.representatives(
-                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found} | set(of_sources),
-                filters, searched,
+                {seq for found in [*lexical_hits.values(), dense_hits] for seq, _ in found} | {*listed, *of_sources},
+                filters, searched, None if listing or window is None else window.span,
             )
             listed = dict(_redirected(listed.items(), standing_for))
             of_sources = list(dict.fromkeys(standing_for.get(seq) or seq for seq in of_sources))
@@ -316,6 +328,22 @@ def _sources_asked_for(
     if len(speakers) > 1:  # "notes from ci-bot": the source "notes" is what ci-bot said
         speakers = [source for source in speakers if not lexical.speech_only(source)] or speakers
     return tuple(speakers) if speakers and _asks_nothing_else(query, speakers, window) else ()
+
+
+def _listed_by_time(store: SQLiteStore, filters: Filters, depth: int, ranked: bool) -> list[int]:
+    """The ``depth`` memories a listing reads of its span or source: those it puts
+    first (``ranked``: the most important, for a span), else the latest.
+
+    A span's condensed memories are read apart from its active ones (each down its
+    own stretch of the importance indexes): the many one summary stands for would
+    fill the read and fold into it, leaving out the span's other memories.
+    """
+    if not ranked:
+        return store.latest(filters, depth)
+    if filters.statuses != _CONDENSED_TOO:
+        return store.most_important(filters, depth)
+    return list(dict.fromkeys(seq for status in _CONDENSED_TOO for seq in store.most_important(
+        dataclasses.replace(filters, statuses=(status,)), depth)))
 
 
 def _asks_nothing_else(query: str, sources: list[str], window: Window | None) -> bool:

@@ -384,6 +384,19 @@ END;
 """
 
 
+_V11_MEMORIES_BY_IMPORTANCE = """
+-- A listing of a span ("what happened in March", "what did ci-bot say last week")
+-- puts the span's most important memories first, however many it holds: each walk
+-- (a session's own, the shared ones of every session) goes down one of these, a
+-- status at a time, from the most important, checking the time and source in the
+-- index, until enough memories of the span pass. Read by time, the span's every row
+-- was read and sorted (50 ms a walk over 100,000 memories of a year); by importance
+-- alone, a status few memories have (those sleep consolidated) had every row read.
+CREATE INDEX memories_by_session_importance ON memories (session_id, status, importance, created_at, source);
+CREATE INDEX memories_by_scope_importance ON memories (scope, status, importance, created_at, source);
+"""
+
+
 def _index_cjk_and_emoji(conn: sqlite3.Connection) -> None:
     from .levelling import index_stored
 
@@ -412,6 +425,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         rebuilds=(*_CONTEXTS, "memories_cjk_fts"),
     ),
     Migration(10, "index changes", _V10_INDEX_CHANGES),
+    Migration(11, "memories by importance", _V11_MEMORIES_BY_IMPORTANCE),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

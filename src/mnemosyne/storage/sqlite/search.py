@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -213,7 +213,8 @@ class SearchReads:
         return list(seqs) if self._index is None else self._index.lacking(seqs)
 
     def representatives(
-        self, seqs: Iterable[int], filters: Filters, terms: Collection[str] = ()
+        self, seqs: Iterable[int], filters: Filters, terms: Collection[str] = (),
+        within: tuple[float, float] | None = None,
     ) -> dict[int, int | None]:
         """For each consolidated memory among ``seqs``: the newest active memory
         passing ``filters`` that merged or summarised it, directly or through a
@@ -229,8 +230,17 @@ class SearchReads:
         (a repeat merged into a copy that a summary left active is that copy), and
         only where none does is the memory returned itself. (A newer value lacks the
         old one's words on purpose: through a supersede, it still stands for it.)
+
+        A time asked for keeps to itself: a memory made in ``within`` (a ``[start,
+        end)`` span of time a query names) is stood for only by one made then too,
+        and one passing the filters' ``since`` and ``until`` only by one that passes
+        them. A repeat of yesterday merged into a copy kept from three weeks before is
+        what happened yesterday, and that copy is not: the earliest of yesterday's
+        repeats of it is returned itself and stands for the others, and for that
+        copy too where it reads the very same (the result then maps an active
+        memory to a consolidated one).
         """
-        where, params = filter_sql(filters, alias="m")
+        where, params = filter_sql(dataclasses.replace(filters, since=None, until=None), alias="m")
         with self._db.read() as conn:
             # NOT INDEXED: look the hits up by seq; by the status index the planner
             # would visit every consolidated memory.
@@ -246,16 +256,24 @@ class SearchReads:
                 "LEFT JOIN memories AS s ON s.id = up.id AND s.status = 'active'",
                 list(dict.fromkeys(seqs)),
             )
-            passing = {row[0] for row in select_in(
-                conn, f"SELECT m.seq FROM memories AS m NOT INDEXED WHERE {where} AND m.seq IN ({{marks}})",
-                list({row[1] for row in chains if row[1] is not None}), params,
+            # When each hit and each memory that may stand for one (but for its time)
+            # was made, and what the hits say.
+            made = {row["seq"]: row for row in select_in(
+                conn, f"SELECT m.seq, m.created_at, m.content_hash, {where} AS passes FROM memories AS m NOT INDEXED "
+                "WHERE m.seq IN ({marks})", list({seq for row in chains for seq in row[:2] if seq is not None}), params,
             )}
+            timely = _of_the_time_asked(filters, within, {seq: row["created_at"] for seq, row in made.items()})
             # Per hit, those that may stand for it; a newer value stands whatever its
             # words (one reached both ways counts as one).
             ups: dict[int, dict[int, bool]] = {start: {} for start, _, _ in chains}
+            elsewhen: dict[int, int] = {}  # a hit that one of another time stands for
             for start, candidate, newer in chains:
-                if candidate in passing:
+                if candidate is None or not made[candidate]["passes"]:
+                    continue
+                if timely(start, candidate):
                     ups[start][candidate] = ups[start].get(candidate, False) or bool(newer)
+                else:
+                    elsewhen[start] = max(candidate, elsewhen.get(start, candidate))
             held: dict[int, set[str]] = {}
             if terms:
                 # Every kept copy and summary up the chain, not just the newest: a
@@ -273,6 +291,8 @@ class SearchReads:
                     (rep for rep in sorted(up, reverse=True) if up[rep] or not terms or held[start] <= held[rep]),
                     None,
                 )
+        standing_for.update(_earliest_of_each_repeat(
+            {start: rep for start, rep in elsewhen.items() if standing_for.get(start) is None}, made))
         return standing_for
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
@@ -311,19 +331,19 @@ class SearchReads:
         where, params = filter_sql(filters, alias="m")
         newest_first = "ORDER BY created_at DESC, seq DESC"
         if scanned is None:
-            walks = [(f"memories AS m INDEXED BY {index} WHERE {part.format('m')} AND {where} {newest_first}",
-                      part_params)
-                     for index, part, part_params in _walks(filters)]
+            walks = [(f"memories AS m INDEXED BY {walk.by_time} WHERE {condition} AND {where} {newest_first}",
+                      condition_params)
+                     for walk in _walks(filters) for condition, condition_params in [walk.condition("m")]]
         else:
             # The LIMIT keeps the inner walk apart (SQLite does not merge a limited
             # subquery into an outer query that filters it), and the outer query reads
             # it in its order, newest first, stopping at its own LIMIT.
             span, span_params = filter_sql(Filters(filters.viewer_session, since=filters.since,
                                                    until=filters.until, statuses=()), alias="s")
-            walks = [(f"(SELECT {_FILTERED_COLUMNS} FROM memories AS s INDEXED BY {index} WHERE {part.format('s')} "
-                      f"AND {span} {newest_first} LIMIT ?) AS m WHERE {where}",
-                      [*part_params, *span_params, scanned])
-                     for index, part, part_params in _walks(filters)]
+            walks = [(f"(SELECT {_FILTERED_COLUMNS} FROM memories AS s INDEXED BY {walk.by_time} "
+                      f"WHERE {condition} AND {span} {newest_first} LIMIT ?) AS m WHERE {where}",
+                      [*condition_params, *span_params, scanned])
+                     for walk in _walks(filters) for condition, condition_params in [walk.condition("s")]]
         with self._db.read() as conn:
             found = [
                 row
@@ -398,20 +418,40 @@ def _at_most(limit: int, sources: Iterable[str]) -> frozenset[str] | None:
     return None if len(found) > limit else found
 
 
-def _walks(filters: Filters) -> list[tuple[str, str, list[Any]]]:
-    """The index walks that ``latest`` merges, as ``(index, condition, parameters)``
-    with ``{0}`` in the condition for the table's alias: the viewer's own memories
-    and, unless the filters keep only those, every session's shared ones; when the
-    filters name sources, those two for each source apart, down the source indexes."""
-    own: list[tuple[str, str, list[Any]]] = [("session_time", "{0}.session_id = ?", [filters.viewer_session])]
-    shared: list[tuple[str, str, list[Any]]] = [("scope_time", "{0}.scope = 'global'", [])]
+class _Walk(NamedTuple):
+    """One walk of ``latest`` or ``ListingReads.most_important``: the memories of
+    ``part`` (with ``{0}`` for the table's alias, and its ``params``), those of
+    ``source`` alone if given, down the index ``by_time`` or ``by_importance``."""
+
+    by_time: str
+    by_importance: str
+    part: str
+    params: list[Any]
+    source: str | None = None
+
+    def condition(self, alias: str) -> tuple[str, list[Any]]:
+        """The walk's condition on the table at ``alias``, and its parameters."""
+        if self.source is None:
+            return self.part.format(alias), self.params
+        return f"{alias}.source = ? AND {self.part.format(alias)}", [self.source, *self.params]
+
+
+def _walks(filters: Filters) -> list[_Walk]:
+    """The index walks that ``latest`` and ``ListingReads.most_important`` merge:
+    the viewer's own memories and, unless the filters keep only those, every
+    session's shared ones; when the filters name sources, those two for each source
+    apart (by time, down the source indexes; by importance, the source checked in
+    the index)."""
+    own: list[tuple[str, str, list[Any]]] = [("session", "{0}.session_id = ?", [filters.viewer_session])]
+    shared: list[tuple[str, str, list[Any]]] = [("scope", "{0}.scope = 'global'", [])]
     parts = own if filters.scope == "session" else own + shared
     if not filters.sources:
-        return [(f"memories_by_{index}", part, part_params) for index, part, part_params in parts]
+        return [_Walk(f"memories_by_{key}_time", f"memories_by_{key}_importance", part, part_params)
+                for key, part, part_params in parts]
     return [
-        (f"memories_by_source_{index}", "{0}.source = ? AND " + part, [source, *part_params])
+        _Walk(f"memories_by_source_{key}_time", f"memories_by_{key}_importance", part, part_params, source)
         for source in dict.fromkeys(filters.sources)
-        for index, part, part_params in parts
+        for key, part, part_params in parts
     ]
 
 
@@ -458,6 +498,39 @@ def _few_passing(conn: sqlite3.Connection, filters: Filters, where: str, params:
         if len(rows) <= _FEW_PASSING:
             return [seq for seq, passes in rows if passes]
     return None
+
+
+def _of_the_time_asked(
+    filters: Filters, within: tuple[float, float] | None, made: Mapping[int, float]
+) -> Callable[[int, int], bool]:
+    """Whether a memory (by seq, made at ``made``) may stand for a hit by their times:
+    it passes the filters' ``since`` and ``until``, and is made in ``within`` if the
+    hit is."""
+    def timely(hit: int, candidate: int) -> bool:
+        at = made[candidate]
+        if (filters.since is not None and at < filters.since) or (filters.until is not None and at > filters.until):
+            return False
+        return within is None or not within[0] <= made[hit] < within[1] or within[0] <= at < within[1]
+
+    return timely
+
+
+def _earliest_of_each_repeat(elsewhen: Mapping[int, int], made: Mapping[int, sqlite3.Row]) -> dict[int, int | None]:
+    """For hits that only a memory of another time stands for (``{hit: that memory}``):
+    the earliest of those it stands for with the same text, which stands for the
+    others in their place (None for itself), and for that memory too where it has
+    the very same text. Sleep merged them as one memory said again: of the time
+    asked about, that copy is the one."""
+    repeats: dict[tuple[int, str], list[int]] = {}
+    for hit, other in elsewhen.items():
+        repeats.setdefault((other, made[hit]["content_hash"]), []).append(hit)
+    standing_for: dict[int, int | None] = {}
+    for (other, text), hits in repeats.items():
+        earliest = min(hits, key=lambda hit: (made[hit]["created_at"], hit))
+        standing_for.update((hit, None if hit == earliest else earliest) for hit in hits)
+        if made[other]["content_hash"] == text:
+            standing_for[other] = earliest
+    return standing_for
 
 
 def _terms_held(conn: sqlite3.Connection, terms: Collection[str], contents: dict[int, str]) -> dict[int, set[str]]:

@@ -39,6 +39,7 @@ from .file_names import refuse_leftover_wal, refuse_other_names
 from .idempotency import existing_id, for_key, stored_hashes
 from .importing import ImportRows
 from .levelling import catch_up, lagging
+from .listing import ListingReads
 from .migrate import migrate, schema_version
 from .rows import _COLUMNS, Inserting, audit, dump_json, row_to_memory
 from .search import FTS_TABLES, SearchReads
@@ -60,7 +61,7 @@ from .vector_rows import VectorRows
 MERGE_PAGES_PER_STEP = 500
 
 
-class SQLiteStore(SearchReads, ImportRows, VectorRows):
+class SQLiteStore(SearchReads, ListingReads, ImportRows, VectorRows):
     """Memories in one SQLite file (WAL mode), migrated to the latest schema on open."""
 
     def __init__(self, path: str | Path, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
