@@ -246,6 +246,10 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("The plan is 3 steps to rewrite the auth service.", "The plan is 5 steps to rewrite the billing service."),
     ("The answer is 42 because the tests say so.", "The answer is 43 because the docs say so."),
     ("The rate limit is 100 requests per minute per user.", "The rate limit is 200 requests per minute per IP."),
+    # A bracket that qualifies the value is part of it; an aside is not the fact.
+    ("The price is 59 USD (excluding VAT).", "The price is 70 USD (including VAT)."),
+    ("The limit is 100 (per user).", "The limit is 1000 (per org)."),
+    ("The price is 59 USD (VAT included).", "The price is 50 USD (VAT excluded)."),
     ("The API rate limit is 100/min.", "The API rate limit is 5000/day."),
     ("The Pro plan price is $45/month.", "The Pro plan price is $400/year."),
     ("The office wifi password is hunter2.", "The office wifi password is case sensitive."),
@@ -289,6 +293,15 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The team lead is Dana.", "Correction: the team lead is now Priya."),
     ("The budget is 5000.", "Actually, the budget has changed to 6500."),
     ("The user’s name is Ann.", "The user's name is Bo."),  # one apostrophe or another
+    # A correction that says more after the value: a second clause, an aside in brackets.
+    ("The release manager is Tom.", "The release manager is now Priya; Tom moved to the data team."),
+    ("The staging host is staging-1.internal.",
+     "The staging host is now stg-eu-2.internal (staging-1 was decommissioned)."),
+    ("The refund limit is 5000 EUR.", "The refund limit is 10000 EUR (raised by finance on Nov 16)."),
+    ("The on-call engineer is Dana.", "The on-call engineer is now Bo \u2014 Dana is on leave."),
+    ("The host is db-1 (primary since May).", "The host is db-2."),
+    ("The API rate limit is 100 requests per minute per token.",
+     "The API rate limit is 300 requests per minute per token."),
     # The same kind however written: number words, "3 pm", symbols for units, "a month".
     ("The sprint length is two weeks.", "The sprint length is 3 weeks."),
     ("The meeting is at 3 pm.", "The meeting is at 4pm."),

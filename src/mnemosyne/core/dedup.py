@@ -382,10 +382,12 @@ class _Anchors:
 # -- facts ---------------------------------------------------------------------------
 
 MAX_VALUE_WORDS = 3
-# A number may take more words, its unit's: "100 requests per minute", "2 GB of RAM"
-# are one value each, a number with its unit. Only unit words, and "per", "a",
-# "of" between them: "3 steps to rewrite the auth service" is a description.
-MAX_UNIT_WORDS = 4
+# A number may take more words, its unit's: "100 requests per minute", "2 GB of RAM",
+# "100 requests per minute per token" are one value each, a number with its unit.
+# Only unit words, and "per", "a", "of" between them: "3 steps to rewrite the auth
+# service" is a description. (A newer value replaces one with the same unit words
+# only, so a longer unit cannot replace another's value.)
+MAX_UNIT_WORDS = 6
 
 # "<subject> is <value>" ("is now", "changed to"), one sentence, after a word that
 # marks a correction. Deliberately narrow: only this shape, no other colon (one
@@ -446,6 +448,21 @@ class Fact(NamedTuple):
 
 
 _NEGATED = re.compile(r"not\s+", re.IGNORECASE)
+# What a correction says after the value: a second clause, after a semicolon or a
+# dash ("...is now Priya; Tom moved to the data team"), or an aside in brackets that
+# says what happened ("(staging-1 was decommissioned)", "(raised by finance on Nov
+# 16)"). The fact is the first clause. A bracket that qualifies the value stays part
+# of it: "(per user)", "(excluding VAT)", "(beta)".
+_SECOND_CLAUSE = (";", " \u2013 ", " \u2014 ")
+_BRACKETS = re.compile(r"\(([^()]*)\)")
+# A first clause longer than this is no one short fact, asides or not: its brackets
+# are not read (work stays bounded on a long text).
+_LONGEST_ASIDES = 1_000
+# Words that make a bracket an aside (a clause: "was decommissioned", "since May"),
+# besides a past participle of two letters or more before "-ed". Not those that
+# qualify a value ("VAT included").
+_ASIDE_WORDS = frozenset("was were is are has have had been since previously formerly replaces replaced".split())
+_QUALIFYING = frozenset("included excluded estimated based".split())
 # Said with a negation, these only tell when it stopped or starts: "not enabled yet"
 # is a value "enabled" that does not hold.
 _UNTIL_NOW = frozenset({"yet", "anymore"})
@@ -465,7 +482,7 @@ def fact_key(text: str) -> Fact | None:
     Fact(attribute='beta flag', kind='what', value='enabled', negated=True)
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
-    match = _FACT.match(text.translate(_TYPOGRAPHIC))  # "the user’s name" is "the user's name"
+    match = _FACT.match(_first_clause(text.translate(_TYPOGRAPHIC)))  # "the user’s name" is "the user's name"
     if match is None:
         return None
     negation = _NEGATED.match(match["value"])
@@ -490,6 +507,38 @@ def fact_key(text: str) -> Fact | None:
         return None
     relation = [value[0]] if value[0] in _RELATIONS else []
     return Fact(" ".join(subject + relation), _kind_of_value(said, value), " ".join(value), negation is not None)
+
+
+def _first_clause(text: str) -> str:
+    """``text`` without what it says after the fact it states (see ``_SECOND_CLAUSE``).
+
+    >>> _first_clause("The host is now stg-2 (stg-1 was decommissioned); ask Dana.")
+    'The host is now stg-2'
+    >>> _first_clause("The price is 59 USD (excluding VAT).")
+    'The price is 59 USD (excluding VAT).'
+    >>> fact_key("The host is stg-1 (see the runbook; ask Dana).")  # the bracket says no clause
+    """
+    ends = [end for end in map(text.find, _SECOND_CLAUSE) if end >= 0]
+    first = text[: min(ends)].rstrip() if ends else text
+    if first.count("(") != first.count(")"):  # "(see the runbook; ask Dana)": inside an aside
+        return text
+    if len(first) > _LONGEST_ASIDES or "(" not in first:
+        return first
+    kept, start = [], 0
+    for bracket in _BRACKETS.finditer(first):
+        if _aside(bracket[1]):
+            kept.append(first[start : bracket.start()].rstrip())
+            start = bracket.end()
+    return "".join(kept) + first[start:] if kept else first
+
+
+def _aside(bracketed: str) -> bool:
+    """Whether what a bracket holds is a clause of its own, not a word on the value."""
+    words = [word.strip(_TRAILING_PUNCTUATION).lower() for word in bracketed.split()]
+    return len(words) > 1 and any(
+        word in _ASIDE_WORDS or (word.endswith("ed") and len(word) > 4 and word not in _QUALIFYING)
+        for word in words
+    )
 
 
 def _few_words(value: str) -> bool:
