@@ -57,5 +57,7 @@ def test_a_memory_found_by_meaning_scores_for_a_common_word_it_holds(tmp_path: P
 
 def test_past_fifty_results_each_signal_searches_as_deep_as_asked(tmp_path: Path):
     with Mnemosyne(session_id="a", db_path=tmp_path / "m.db", embedder="none", dedupe_window=0) as mem:
-        mem.remember_many(team_log(400))
+        # Numbered: copies of one text are one result.
+        mem.remember_many([{**entry, "content": f"{entry['content']} Entry {i}."}
+                           for i, entry in enumerate(team_log(400))])
         assert len(mem.recall("team", top_k=180, now=NOW)) == 180

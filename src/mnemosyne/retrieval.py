@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Mapping
 from datetime import timezone, tzinfo
 
 import numpy as np
 
 from . import background
-from .core import lexical
+from .core import lexical, results
 from .core.context import MAX_GAP_S, WINDOW
-from .core.ranking import FIELD_RANK, Candidate, Weights, fuse
+from .core.dedup import fact_key
+from .core.ranking import FIELD_RANK, Candidate, Ranked, Weights, fuse
 from .core.temporal import (
     HAPPENING,
     Window,
@@ -275,8 +277,12 @@ def search(
             )
             for seq, row in facts.items()
         }
+        # A listing is what was said or happened, in order: an older value is part of it.
+        examined = top_k if listing else max(top_k, MIN_CANDIDATES)
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field_similarity, top_k, listed, of_sources)
+                      stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain)
+        if not listing:
+            ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
@@ -297,6 +303,41 @@ def _last_active(store: SQLiteStore, filters: Filters, now: float) -> float | No
         if latest := store.latest(lookup, 1):
             return float(store.ranking_facts(latest)[latest[0]]["created_at"])
     return None
+
+
+def _copies(store: SQLiteStore, facts: Mapping[int, sqlite3.Row]) -> dict[int, int]:
+    """The candidates that are copies of one another (see ``results.copies``), each to
+    one key of its text. A value sleep superseded is no copy of one still current.
+    Only those sharing a content hash are read: most recalls read none."""
+    fingerprints = {seq: (row["content_hash"], row["status"] == "superseded") for seq, row in facts.items()}
+    twins = results.sharing(fingerprints)
+    return results.copies(fingerprints, store.contents_by_seq(twins)) if twins else {}
+
+
+def _statements(
+    store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row], top_k: int
+) -> dict[int, results.Statement]:
+    """The ranked candidates that state a fact (see ``results.newer_first``), each said
+    when the latest of its copies was. Those sleep superseded already rank below what
+    replaced them. Those past ``top_k`` are read only if one of the first ``top_k``
+    states a fact: only such a one can be moved out of the results."""
+    current = [r for r in ranked if facts[r.key]["status"] != "superseded"]
+    statements = _stated(store, current[:top_k], facts)
+    return {**statements, **_stated(store, current[top_k:], facts)} if statements else {}
+
+
+def _stated(
+    store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]
+) -> dict[int, results.Statement]:
+    contents = store.contents_by_seq(r.key for r in ranked) if ranked else {}
+    statements = {}
+    for r in ranked:
+        fact = fact_key(contents[r.key]) if r.key in contents else None
+        if fact is not None:
+            row = facts[r.key]
+            said_at = max(facts[key]["created_at"] for key in (r.key, *r.copies))
+            statements[r.key] = results.Statement(fact, said_at, row["session_id"], row["scope"] == "global")
+    return statements
 
 
 def _sources_asked_for(

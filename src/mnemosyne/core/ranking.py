@@ -62,7 +62,9 @@ class Weights:
     latest_match: float = 1.0
     access: float = 0.02          # per log-unit of past recalls
     # Multiplier for a value a newer one replaced (seen on request): below the newer
-    # one when both match alike, however much more important or used it was.
+    # one when both match alike, however much more important or used it was. Before
+    # sleep, an older value among the results takes it below the newer one's score
+    # (``results.newer_first``).
     superseded: float = 0.75
 
 
@@ -84,6 +86,7 @@ class Ranked:
     key: int
     score: float
     components: dict[str, float]
+    copies: tuple[int, ...] = ()  # candidates of the same text ranked below it, left out
 
 
 def normalise(hits: Sequence[tuple[int, float]]) -> dict[int, float]:
@@ -134,13 +137,18 @@ def fuse(
     limit: int | None = None,
     listed: Mapping[int, float] | None = None,
     named_source: Collection[int] = (),
+    same_text: Mapping[int, int] | None = None,
+    explain: bool = True,
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
     ``candidates`` are skipped. ``listed`` maps the candidates found in the span of time
     a query names that asks about nothing else to how well they are of that time:
     that is their match. ``named_source`` holds those found among the memories of the
     sources a query names that asks about nothing else (besides a time): they match
-    by being theirs.
+    by being theirs. ``same_text`` maps each candidate that has copies among the
+    others to one key of their text: only the best ranked copy is returned (and
+    counts towards ``limit``), the others in its ``copies``. ``explain=False``
+    leaves each result's ``components`` empty.
 
     ``dense_window`` holds each candidate's similarity to its episode window of
     embeddings (itself and its neighbours), the semantic side of the context field.
@@ -197,18 +205,40 @@ def fuse(
         factors = _factors(candidate, now, window, weights, key in listing)
         scores[key] = (relevance[key] + episode[key]) * math.prod(factors)
     # Equal scores (those of a listing's memories that nothing else matched): newest first.
-    best = sorted(scores, key=lambda key: (-scores[key], -candidates[key].created_at, key))[:limit]
-    # Explaining is for the few returned, not every candidate.
-    return [
-        Ranked(key, scores[key], {
+    order = sorted(scores, key=lambda key: (-scores[key], -candidates[key].created_at, key))
+    best = _distinct(order, same_text or {}, limit)
+
+    def components(key: int, copies: list[int]) -> dict[str, float]:
+        return {
             **{field: values.get(key, 0.0) for field, values in signals.items()},
             "relevance": relevance[key],
             "episode": episode[key],
             **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights, key in listing), strict=True)),
+            "copies": float(len(copies)),
             "score": scores[key],
-        })
-        for key in best
-    ]
+        }
+
+    # Explaining is for the few returned, not every candidate.
+    return [Ranked(key, scores[key], components(key, copies) if explain else {}, tuple(copies))
+            for key, copies in best.items()]
+
+
+def _distinct(order: Sequence[int], same_text: Mapping[int, int], limit: int | None) -> dict[int, list[int]]:
+    """The first ``limit`` keys of ``order`` that copy none before them, each with the
+    keys of its copies (all of them, those past ``limit`` too)."""
+    kept: dict[int, list[int]] = {}
+    first: dict[int, int] = {}  # a text -> its kept key
+    for key in order:
+        text = same_text.get(key)
+        if text is not None and text in first:
+            kept[first[text]].append(key)
+        elif limit is None or len(kept) < limit:
+            kept[key] = []
+            if text is not None:
+                first[text] = key
+        elif not first:  # full, and no copy to count
+            break
+    return kept
 
 
 # What multiplies a candidate's relevance, in ``explain``'s words.

@@ -297,13 +297,13 @@ class SearchReads:
 
     def ranking_facts(self, seqs: Iterable[int]) -> dict[int, sqlite3.Row]:
         """What ranking needs of each candidate (importance, created_at, access_count,
-        session_id, source, length, status): a light read, so only the final results
-        pay for decoding."""
+        session_id, scope, source, length, status, content_hash): a light read, so
+        only the final results pay for decoding."""
         with self._db.read() as conn:
             rows = select_in(
                 conn,
-                "SELECT seq, importance, created_at, access_count, session_id, source, length(content) AS length, "
-                "status FROM memories WHERE seq IN ({marks})",
+                "SELECT seq, importance, created_at, access_count, session_id, scope, source, "
+                "length(content) AS length, status, content_hash FROM memories WHERE seq IN ({marks})",
                 list(dict.fromkeys(seqs)),
             )
         return {row["seq"]: row for row in rows}
