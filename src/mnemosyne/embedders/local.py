@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import weakref
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,7 @@ import numpy as np
 
 from .. import _fork
 from ..errors import EmbedderError, InvalidInputError, MissingDependencyError
+from . import _onnx_fork
 from .base import normalise_rows
 
 if TYPE_CHECKING:
@@ -135,6 +137,7 @@ class LocalEmbedder:
             if self._session is None or self._tokenizer is None:
                 self._tokenizer = self._load_tokenizer()
                 self._session = self._load_session()
+                _loaded_embedders.add(self)
             return self._session, self._tokenizer
 
     def _load_tokenizer(self) -> Tokenizer:
@@ -172,6 +175,25 @@ class LocalEmbedder:
                 return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise EmbedderError(f"cannot load the local embedding model from {self._files}: {exc}") from exc
+
+
+# Embedders holding a session, for a forked child to set theirs aside.
+_loaded_embedders: weakref.WeakSet[LocalEmbedder] = weakref.WeakSet()
+
+
+def _set_sessions_aside_in_child() -> None:
+    # The parent's sessions are not this process's to use or destroy: their worker
+    # threads and any lock a parent thread held inside a run stayed behind. Each
+    # embedder loads a fresh session on its next embed (about 0.5 s, 25 MB).
+    for embedder in list(_loaded_embedders):
+        if embedder._session is not None:
+            _onnx_fork.keep_for_ever(embedder._session)
+            embedder._session = None
+    _loaded_embedders.clear()
+    _onnx_fork.after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_set_sessions_aside_in_child)
 
 
 def plan_batches(
