@@ -36,6 +36,7 @@ from ...errors import ReadOnlyDatabaseError, SchemaVersionError, StorageError
 from .driver_errors import is_busy, translate
 from .file_names import refuse_leftover_wal, refuse_other_names
 from .migrations import LATEST_VERSION, refuse_foreign
+from .wal_size import KEPT_BYTES, WalKeeper
 
 T = TypeVar("T")
 
@@ -92,6 +93,7 @@ class Database:
         # never create one, and a write checks it is still the file at the path: one
         # deleted or replaced under a running process would take writes into the void.
         self._file: tuple[int, int] | None = None
+        self._wal = WalKeeper(self._absolute)
         _databases.add(self)
 
     def connect(self) -> sqlite3.Connection:
@@ -141,6 +143,8 @@ class Database:
                 # Freed space is overwritten with zeros, whatever this SQLite build's
                 # default: a forgotten memory's text must not linger in free pages.
                 conn.execute("PRAGMA secure_delete = ON")
+                # A log that starts over is cut back to this size (see wal_size).
+                conn.execute(f"PRAGMA journal_size_limit = {KEPT_BYTES}")
                 if first:
                     self._file = file_identity(self._absolute)
                 elif file_identity(self._absolute) != self._file:  # reads must not mix two files
@@ -275,6 +279,7 @@ class Database:
             self._begin(conn, action, end)
             with self._committed(conn, action, end):
                 yield conn
+            self._keep_wal_small(conn)
 
     @contextmanager
     def _committed(self, conn: sqlite3.Connection, action: str, end: float | None = None) -> Iterator[None]:
@@ -336,6 +341,16 @@ class Database:
                     raise
                 raise InterruptedAfterCommit(f"interrupted as the {action} committed; it is kept") from exc
             delay = _sleep(delay, end)
+
+    def _keep_wal_small(self, conn: sqlite3.Connection) -> None:
+        """After a commit: restart the log if it has grown too big (see wal_size)."""
+        try:
+            waits_changed = self._wal.after_commit(conn)
+        except KeyboardInterrupt as exc:
+            self._local.wait_ms = -1
+            raise InterruptedAfterCommit("interrupted after the write committed; it is kept") from exc
+        if waits_changed:
+            self._local.wait_ms = -1  # _set_wait sets it again
 
     def _failed(self, conn: sqlite3.Connection, exc: sqlite3.Error, action: str) -> StorageError:
         """The error to raise for ``exc``. A connection that met a read-only file is
@@ -435,6 +450,7 @@ class Database:
         self._all, self._in_use, self._ended = {}, {}, deque()
         self._local = threading.local()
         self._all_lock = threading.Lock()
+        self._wal = WalKeeper(self._absolute)
 
 
 # What a forked child needs (see _forget_parent_connections): every Database of the
