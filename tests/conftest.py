@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# A shell that starts the tests in the background without job control makes them
+# ignore Ctrl-C (SIGINT), and the processes they start would inherit that: the tests
+# that interrupt a child would see it carry on. A handler here is reset to the
+# default in every child, which Python then turns into KeyboardInterrupt.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
