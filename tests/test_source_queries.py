@@ -143,6 +143,26 @@ def test_a_source_and_a_topic_search_the_topic(tmp_path: Path):
         assert [m.id for m in mem.recall("what did ci-bot say about arm64", now=NOW)] == [failed, flaky]
 
 
+# The bundled model: the test embedder's vectors are of words alone, and "logs" is as
+# near to "decision-log" to it as any word of the topic.
+@pytest.mark.parametrize("embedder", ["none", "local"], ids=["words only", "with the local model"])
+def test_a_source_named_beside_a_topic_puts_its_own_memories_of_it_first(tmp_path: Path, embedder: str):
+    if embedder == "local":
+        pytest.importorskip("onnxruntime", reason="the 'local' extra (onnxruntime) is not installed")
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        decided = mem.remember("Decided: the refund API requires an idempotency key", source="decision-log",
+                               created_at=ago(400))
+        # Many memories of another source that share the topic and the source's words
+        # ("logs") fill every candidate list of the whole memory.
+        mem.remember_many([
+            {"content": f"Checked the staging logs: no errors on the refund endpoint (check {i})",
+             "source": "terminal", "created_at": ago(300 - i)}
+            for i in range(150)
+        ])
+        for query in ("what did the decision-log say about refunds", "what did the decision log say about refunds"):
+            assert mem.recall(query, now=NOW)[0].id == decided, query
+
+
 @EMBEDDERS
 def test_the_user_is_listed_only_when_nothing_else_is_asked(tmp_path: Path, embedder):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:

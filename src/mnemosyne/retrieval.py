@@ -115,7 +115,16 @@ def search(
     # A pronoun that speaks names a chat role: "what did I tell you yesterday" asks
     # what the user said; "what was I told yesterday" names no one.
     role = lexical.chat_role(query)
-    speakers = () if only_when and role is None else _sources_asked_for(store, query, window, filters, role)
+    named = () if only_when and role is None else _sources_named(store, query, filters, role)
+    speakers = _asked_for_alone(query, named, window)
+    # A source named beside a topic ("what did the decision-log say about refunds"):
+    # its memories are searched apart too, and its words not at all, else many others
+    # holding the topic and those words ("staging logs: the refund endpoint...") fill
+    # every list before its own.
+    beside = () if speakers or only_when or only_ahead else named
+    if beside:
+        their_words = {word for source in beside for word in _source_words(source)}
+        terms = [term for term in terms if term not in their_words] or terms
     if window is not None and not speakers and not only_when and lexical.in_person(query):
         # "What did I say on Monday" where no memory is the user's, "any messages for
         # me yesterday", "what did you and I say yesterday": that time's memories.
@@ -181,6 +190,9 @@ def search(
             if (fallback := lexical.fts_fallback(held[field], counts, total)) is not None
         }
         lexical_hits = store.search_text(queries, filters, depth, fallbacks, few_matches) if queries else {}
+        of_beside = dataclasses.replace(filters, sources=beside)
+        if beside and queries:
+            lexical_hits = _merged(lexical_hits, store.search_text(queries, of_beside, depth, fallbacks, few_matches))
         # Candidates are scored again by the whole query in a field, unless its search
         # ran one query of every term and was not cut: then it found all its matches.
         whole = {field: lexical.fts_expression(terms) for field, terms in held.items()}
@@ -192,6 +204,9 @@ def search(
             _nothing_by_meaning() if by_words_alone
             else by_meaning() if dense_search is None
             else dense_search.result())
+        if beside and query_vector is not None and slot.signature is not None:
+            of_theirs = store.search_vectors(query_vector, of_beside, depth, slot.signature).hits
+            dense_hits = _best_per_key([*dense_hits, *of_theirs])
         # A listing has nothing else to find its memories by: it reads its span
         # exactly, those it puts first (the most important), however many the span
         # holds; a source's, named without a time, its latest. Otherwise the nearest
@@ -340,16 +355,10 @@ def _stated(
     return statements
 
 
-def _sources_asked_for(
-    store: SQLiteStore, query: str, window: Window | None, filters: Filters, role: str | None = None,
-) -> tuple[str, ...]:
-    """The sources a query asks about and nothing else besides what they said and a
-    time it names ("what did ci-bot say", "the user's messages yesterday"): of the
-    database's sources that it names, those the caller's filters keep and the viewer
-    has memories of; none when it asks about anything else ("what did ci-bot say
-    about arm64", "what did the user say about the budget"). A query naming none
-    names the chat ``role`` its pronoun points at, where there is such a source
-    ("what did I say on Monday": the source "user").
+def _sources_named(store: SQLiteStore, query: str, filters: Filters, role: str | None) -> tuple[str, ...]:
+    """The database's sources that a query names, or else the chat ``role`` its pronoun
+    points at ("what did I say on Monday": the source "user"), of those the caller's
+    filters keep and the viewer has memories of.
 
     A source only other sessions' private memories have is no source to the viewer:
     naming it changes nothing.
@@ -360,15 +369,18 @@ def _sources_asked_for(
     named = lexical.named_sources(query, _source_index(sources))
     if not named and role in sources:
         named = [role]
-    named = [source for source in named if not filters.sources or source in filters.sources]
-    # Naming fewer sources leaves more of the query unasked: no need to look further.
-    if not named or not _asks_nothing_else(query, named, window):
-        return ()
-    heard = [source for source in named if _heard_from(store, source, filters)]
-    speakers = lexical.outermost(heard)
-    if len(speakers) > 1:  # "notes from ci-bot": the source "notes" is what ci-bot said
-        speakers = [source for source in speakers if not lexical.speech_only(source)] or speakers
-    return tuple(speakers) if speakers and _asks_nothing_else(query, speakers, window) else ()
+    kept = [source for source in named if not filters.sources or source in filters.sources]
+    return tuple(lexical.outermost([source for source in kept if _heard_from(store, source, filters)]))
+
+
+def _asked_for_alone(query: str, named: tuple[str, ...], window: Window | None) -> tuple[str, ...]:
+    """The ``named`` sources a query asks about and nothing else besides what they
+    said and a time it names ("what did ci-bot say", "the user's messages
+    yesterday"); none when it asks about anything else ("what did ci-bot say about
+    arm64", "what did the user say about the budget")."""
+    if len(named) > 1:  # "notes from ci-bot": the source "notes" is what ci-bot said
+        named = tuple(source for source in named if not lexical.speech_only(source)) or named
+    return named if named and _asks_nothing_else(query, list(named), window) else ()
 
 
 def _listed_by_time(store: SQLiteStore, filters: Filters, depth: int, ranked: bool) -> list[int]:
@@ -487,6 +499,14 @@ def _redirected(hits: Iterable[tuple[int, float]], standing_for: dict[int, int |
     passed the filters, and the fact must stay findable.
     """
     return _best_per_key((standing_for.get(seq) or seq, score) for seq, score in hits)
+
+
+def _merged(
+    found: dict[str, list[tuple[int, float]]], more: dict[str, list[tuple[int, float]]]
+) -> dict[str, list[tuple[int, float]]]:
+    """Two searches' hits per field, each key once (scores of one query over one index
+    compare across searches)."""
+    return {field: _best_per_key([*found.get(field, []), *more.get(field, [])]) for field in found.keys() | more.keys()}
 
 
 def _best_per_key(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
