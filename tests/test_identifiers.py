@@ -38,6 +38,17 @@ def test_a_version_is_found_written_with_or_without_its_v(tmp_path: Path, embedd
         assert mem.recall(f"what changed in {query}", top_k=1, now=NOW)[0].id == wanted
 
 
+@EMBEDDERS
+@pytest.mark.parametrize(("query", "stored"), [
+    ("PAY482", "PAY-482"), ("PAY-482", "PAY482"), ("what was pay482?", "PAY-482")])
+def test_a_code_is_found_written_with_or_without_its_hyphen(tmp_path: Path, embedder: object, query: str, stored: str):
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many([f"Ticket {code}: the refund test is flaky." for code in (
+            "PAY-481", "PAY-4821", "OPS-482", "PAYOUT-482", "PAY481", "OPS482")])
+        wanted = mem.remember(f"Ticket {stored}: the refund test is flaky.")
+        assert mem.recall(query, top_k=1, now=NOW)[0].id == wanted
+
+
 def test_a_word_that_splits_off_only_stopwords_is_no_phrase():
     assert lexical.query_phrases("Priya's lunch, don't can't U.S. plain words") == []
 

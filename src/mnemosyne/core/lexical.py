@@ -148,25 +148,37 @@ def query_phrases(text: str) -> list[str]:
     rare phrase high. A word splitting off only stopwords ("Priya's", "don't") is no
     phrase: it means what its one token does.
     """
-    words = [form for word in text.split() for form in _written_forms(word)]
-    phrases = (tokenize(word) for word in words)
+    phrases = (
+        (tokenize(form), form is not word) for word in text.split() for form in _written_forms(word)
+    )
+    # Another way of writing the word is searched even as one token ("PAY482").
     return list(dict.fromkeys(
-        " ".join(tokens) for tokens in phrases if sum(token not in STOPWORDS for token in tokens) > 1
+        " ".join(tokens) for tokens, other in phrases
+        if tokens and (other or sum(token not in STOPWORDS for token in tokens) > 1)
     ))
 
 
 # A version number, written with or without its "v" ("2.4.0", "v2.4"; not an address).
 _VERSION = re.compile(r"[vV]?(\d+\.\d+(?:\.\d+)?)")
+# A ticket or model name, written with or without its hyphen ("PAY-482", "PAY482").
+_CODE = re.compile(r"([A-Za-z]{2,})-?(\d+)")
 
 
 def _written_forms(word: str) -> tuple[str, ...]:
-    """``word``, and a version number also as the other way it is written: "2.4.0"
-    and "v2.4.0" name one release, and the index splits them into other tokens."""
-    match = _VERSION.fullmatch(word.strip(".,;:!?()[]\"'"))
-    if match is None:
-        return (word,)
-    bare = match.group(1)
-    return (word, "v" + bare if word.lstrip("(['\"")[:1] not in "vV" else bare)
+    """``word``, and the other way it is written where it is a version number ("2.4.0"
+    and "v2.4.0" name one release) or a code ("PAY-482" and "PAY482" one ticket):
+    the index splits the two into other tokens."""
+    bare_word = word.strip(".,;:!?()[]\"'")
+    version = _VERSION.fullmatch(bare_word)
+    if version is not None:
+        bare = version.group(1)
+        return (word, "v" + bare if word.lstrip("(['\"")[:1] not in "vV" else bare)
+    code = _CODE.fullmatch(bare_word)
+    if code is not None:
+        letters, digits = code.groups()
+        joined = letters + digits
+        return (word, f"{letters}-{digits}" if bare_word == joined else joined)
+    return (word,)
 
 
 def search_terms(text: str) -> list[str]:
