@@ -87,3 +87,46 @@ def test_past_dates_still_list_the_memories_made_then(tmp_path: Path, embedder):
         mem.remember("The gas safety check is on March 4.", created_at=NOW - timedelta(days=1))
         assert [m.id for m in mem.recall("what happened on November 12", now=NOW)] == [november]
         assert [m.id for m in mem.recall("what happened in March", now=NOW)] == [march]
+
+
+@pytest.mark.parametrize(("query", "dates", "not_dates"), [
+    ("what do I have tomorrow", {"2026 11 28"}, {"2026 11 27", "2026 11 29"}),
+    ("what's planned for the day after tomorrow", {"2026 11 29"}, {"2026 11 28"}),
+    ("anything scheduled next week", {"2026 11 30", "2026 12 03", "2026 12 06"}, {"2026 11 29", "2026 12 07"}),
+    ("what's on this weekend", {"2026 11 28", "2026 11 29"}, {"2026 12 05"}),
+    ("anything this Sunday", {"2026 11 29"}, {"2026 11 22", "2026 12 06"}),
+    # Read both ways people mean them: the coming one and the one a week later.
+    ("plans for next Tuesday", {"2026 12 01", "2026 12 08"}, {"2026 11 24"}),
+    ("next weekend", {"2026 11 28", "2026 11 29", "2026 12 05", "2026 12 06"}, set()),
+])
+def test_a_day_ahead_named_from_today_is_searched_as_its_dates(query: str, dates: set[str], not_dates: set[str]):
+    forms = set(dates_ahead(query, NOW).forms)
+    assert dates <= forms and not (not_dates & forms)
+    assert time_window(query, NOW) is None
+
+
+def test_next_month_is_searched_as_its_names():
+    assert set(dates_ahead("what is due next month", NOW).forms) == {"december", "dec"}
+
+
+def test_this_friday_on_a_friday_is_today_not_ahead():
+    assert dates_ahead("what happened this Friday", NOW).forms == ()
+    assert time_window("what happened this Friday", NOW) == time_window("what happened today", NOW)
+
+
+@EMBEDDERS
+def test_a_question_about_tomorrow_or_next_week_finds_the_memories_that_mention_those_dates(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        boiler, dentist = mem.remember_many([
+            {"content": "The boiler service is on November 28 between 8 and 12.",
+             "created_at": NOW - timedelta(days=9)},
+            {"content": "Dentist appointment with Dr. Okafor on December 3 at 10:30.",
+             "created_at": NOW - timedelta(days=7)},
+        ])
+        mem.remember_many({"content": f"Shopping list {i}: milk, bread and eggs.",
+                           "created_at": NOW - timedelta(days=i, hours=5)} for i in range(40))
+        assert [m.id for m in mem.recall("what do I have tomorrow", now=NOW)] == [boiler]
+        assert [m.id for m in mem.recall("anything scheduled next week?", now=NOW)] == [dentist]
+        # A topical question still searches the words it says them in.
+        camping = mem.remember("We go camping at the lake next month.", created_at=NOW - timedelta(days=3))
+        assert mem.recall("when do we go camping next month", now=NOW)[0].id == camping

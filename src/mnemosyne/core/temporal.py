@@ -84,7 +84,8 @@ _UNIT_SECONDS = {"minute": 60, "hour": 3600}
 HAPPENING = frozenset("""happen happened happening happens anything something everything new news going went
     work worked working done doing earlier recently lately discuss discussed discussing talk talked talking
     catch list summarise summarize summary recap update updates activity activities change changed changes
-    changing decide decided decision decisions agree agreed event events occur occurred progress""".split())
+    changing decide decided decision decisions agree agreed event events occur occurred progress
+    plan plans planned schedule scheduled upcoming due""".split())
 
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
@@ -110,6 +111,12 @@ _WEEKDAY = re.compile(
     r"(?!\s+(?:mornings|afternoons|evenings|nights)\b)"
 )
 _WEEKEND = re.compile(r"\b(last|this past|this|the)\s+weekend\b")
+# The days ahead a query names relative to today: "tomorrow", "the day after
+# tomorrow", "next week", "next weekend", "next Tuesday", "this weekend" and "this
+# Friday" (when still ahead), "next month".
+_DAYS_AHEAD = re.compile(
+    rf"\b(?:(?:the\s+)?day\s+after\s+tomorrow|tomorrow|(next|this(?:\s+coming)?)\s+(week|weekend|month|{_WEEKDAY_NAMES})\b)"
+)
 _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b")
 _PAST = re.compile(rf"\b(?:past|last)\s+(?:{_COUNT}\s+)?{_UNIT}\b")
 _BEFORE_LAST = re.compile(r"\b(week|month|year)\s+before\s+last\b")
@@ -348,7 +355,7 @@ def _relative_day(text: str, now: datetime) -> Span | NamedTime | None:
     if match := _WEEKDAY.search(text):
         weekday = _WEEKDAY_NUMBERS[match.group(2) or match.group(4)]
         part = match.group(3) or match.group(5)
-        if match.group(1) == "this":  # this week's, even when still ahead
+        if match.group(1) == "this":  # this week's (one still ahead is a date ahead: see dates_ahead)
             return _part_of(today + (weekday - today.weekday()) * DAY, part)
         # The latest such day before today: on a Friday, "last Friday" is a week ago.
         back = (today.weekday() - weekday - 1) % 7 + 1
@@ -356,8 +363,9 @@ def _relative_day(text: str, now: datetime) -> Span | NamedTime | None:
             back = 0  # but a bare "Friday afternoon" is the latest begun: on a Friday evening, today's
         return _part_of(today - back * DAY, part)
     if match := _WEEKEND.search(text):
-        # "last weekend" ended before this week began; "this weekend" is this week's,
-        # even when still ahead; "over the weekend" is the latest one begun.
+        # "last weekend" ended before this week began; "this weekend" is this week's
+        # (still ahead, a date ahead: see dates_ahead); "over the weekend" is the
+        # latest one begun.
         monday = today - today.weekday() * DAY
         this_weeks = match.group(1) == "this" or (match.group(1) == "the" and today.weekday() >= 5)
         saturday = monday + (5 if this_weeks else -2) * DAY
@@ -526,7 +534,48 @@ def dates_ahead(query: str, now: datetime) -> DatesAhead:
                 forms.extend(_written_forms(*ahead, holiday=match.group(1) if expression is _HOLIDAY_WRITTEN else None))
                 text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
             seen = seen[:match.start()] + " " * (match.end() - match.start()) + seen[match.end():]
+    for match in _DAYS_AHEAD.finditer(seen):
+        dates = _relative_dates_ahead(match, now)
+        forms.extend(form for date in dates for form in _written_forms(*date))
+        # The others' words stay: a memory may say "next month" as the question does
+        # ("we go camping next month"). "This weekend" and "this Friday" would be
+        # read as a time memories were made in.
+        if dates and (match.group(1) or "").startswith("this"):
+            text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
     return DatesAhead(tuple(dict.fromkeys(forms)), text)
+
+
+def _relative_dates_ahead(match: re.Match[str], now: datetime) -> list[tuple[int, int, int | None]]:
+    """The dates (a month: day None) ahead of ``now`` that a ``_DAYS_AHEAD`` match
+    names; none for this week's weekend or Friday once begun. "Next Tuesday" and
+    "next weekend" are read both ways people mean them: the coming one and the one
+    a week later."""
+    today = _midnight(now)
+    which, unit = match.group(1), match.group(2)
+    if unit is None:
+        days = [today + (2 if "after" in match.group() else 1) * DAY]
+    elif unit == "month":
+        if which != "next":
+            return []
+        following = today.replace(day=28) + 4 * DAY  # a day of the next month
+        return [(following.year, following.month, None)]
+    elif unit == "week":
+        if which != "next":
+            return []
+        monday = today + (7 - today.weekday()) * DAY
+        days = [monday + i * DAY for i in range(7)]
+    else:
+        first = 5 if unit == "weekend" else _WEEKDAY_NUMBERS[unit]
+        span = 2 if unit == "weekend" else 1
+        if which == "next":
+            coming = today + ((first - today.weekday()) % 7 or 7) * DAY
+            days = [coming + i * DAY for i in range(span)] + [coming + (7 + i) * DAY for i in range(span)]
+        else:  # this week's, where it has not begun
+            this_weeks = today + (first - today.weekday()) * DAY
+            if this_weeks <= today:
+                return []
+            days = [this_weeks + i * DAY for i in range(span)]
+    return [(day.year, day.month, day.day) for day in days]
 
 
 def _ahead(now: datetime, year: int | None, month: int, day: int | None) -> tuple[int, int, int | None] | None:
@@ -592,8 +641,8 @@ _SINCE_WORDS = re.compile(
 # after "since").
 _TIMES = (
     _CLOCK_AGO, _PAST_CLOCK, _DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DATE, _HOLIDAY_WRITTEN, _MONTH_DAY, _DAY_MONTH,
-    _RELATIVE_DAY, _WEEKDAY, _WEEKEND, _LAST_MONTH_OR_YEAR, _BEFORE_LAST, _AGO, _PAST, _THIS, _IN_MONTH, _IN_YEAR,
-    _SINCE_WORDS, _RECENT,
+    _DAYS_AHEAD, _RELATIVE_DAY, _WEEKDAY, _WEEKEND, _LAST_MONTH_OR_YEAR, _BEFORE_LAST, _AGO, _PAST, _THIS, _IN_MONTH,
+    _IN_YEAR, _SINCE_WORDS, _RECENT,
 )
 # The times relative to now that are no words of a query's (see
 # ``relative_times_apart``): counts of days, hours or minutes back, "recently" and
