@@ -6,7 +6,7 @@ import dataclasses
 import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mnemosyne.core.consolidation import (
@@ -136,6 +136,70 @@ def test_a_plan_held_back_from_memories_changed_meanwhile_leaves_them_alone_and_
     assert all(r.status == "expired" or r.id in reachable for r in after)
     targets = {dst for _, dst in links}
     assert all(r.id in targets for r in after if r.status in ("consolidated", "superseded"))
+
+
+# One fact said again with words that add nothing ("reminder: ...", "... fyi"), now
+# and then qualified. Being a repeat is not transitive ("reminder: X fyi" repeats
+# "reminder: X" and "X fyi", which repeat neither each other nor "X"): where one
+# sleep could leave merges for the next.
+FACTS = ["staging database listens on port 5432", "the deploy window is not on Friday evening",
+         "Alice approved the quarterly marketing budget"]
+LEAD_INS = ["", "reminder: ", "fyi ", "Fyi "]
+QUALIFIERS = [("", "")] * 6 + [("Cancelled: ", ""), ("", "?")]
+TAILS = ["", " fyi", " fyi."]
+restatements = st.lists(
+    st.tuples(
+        st.sampled_from(LEAD_INS), st.sampled_from(QUALIFIERS), st.sampled_from(TAILS),
+        st.integers(1, 240),  # minutes after the one before
+        st.sampled_from(["s1", "s2", "s3"]),
+        st.sampled_from(["session", "global"]),
+        st.sampled_from([0.2, 0.5, 0.95]),
+    ),
+    min_size=2, max_size=10,
+)
+SHARING = [{}, {"promote_importance": 0.9}, {"promote_recurring": True},
+           {"promote_recurring": True, "promote_importance": 0.9}]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(FACTS), restatements, st.sampled_from(SHARING), st.booleans())
+# Two global copies, each kept by a group of texts the other does not repeat.
+@example(FACTS[0], [("reminder: ", ("", ""), "", 1, "s1", "session", 0.5),
+                    ("", ("", ""), "", 1, "s1", "session", 0.5),
+                    ("", ("", ""), " fyi", 1, "s1", "global", 0.5),
+                    ("reminder: ", ("", ""), " fyi", 1, "s1", "global", 0.5)], {}, False)
+@example(FACTS[1], [("fyi ", ("", ""), "", 60, "s1", "session", 0.5),
+                    ("Fyi ", ("", ""), " fyi.", 60, "s3", "session", 0.5),
+                    ("fyi ", ("", ""), "", 60, "s2", "global", 0.5),
+                    ("Fyi ", ("", ""), " fyi.", 30, "s2", "global", 0.5)], {"promote_recurring": True}, False)
+def test_restatements_merge_in_one_sleep_and_only_with_their_own_meaning(fact, spec, sharing, with_vectors):
+    records, meaning = [], {}
+    at = NOW - 20 * DAY
+    for i, (lead_in, (before, after), tail, minutes, session, scope, importance) in enumerate(spec):
+        at += minutes * 60
+        text = lead_in + before + fact + after + ("" if after == "?" else tail)
+        records.append(record(i, text, at, session, scope=scope, importance=importance))
+        meaning[records[-1].id] = (before, after)
+    policy = SleepPolicy(min_episode_size=10, **sharing)
+
+    def vectors(of: list[Record]):
+        if not with_vectors:
+            return None
+        return dict(zip([r.id for r in of], HashEmbedder().embed([r.content for r in of]), strict=True))
+
+    plan = plan_consolidation(records, NOW, policy, vectors=vectors(records))
+    first_source = {new.key: new.sources[0] for new in plan.created}
+    by_id = {r.id: r for r in records}
+    for link in (link for link in plan.links if link.kind == "merges"):
+        keeper, merged = by_id[first_source.get(link.src, link.src)], by_id[link.dst]
+        assert meaning[keeper.id] == meaning[merged.id], (keeper.content, merged.content)
+        assert policy.promote_recurring or keeper.session_id == merged.session_id
+    after, links = apply(records, plan)
+    reachable = reachable_from_active(after, links)
+    assert all(r.status == "expired" or r.id in reachable for r in after)
+    again = plan_consolidation(after, NOW + 60, policy, vectors=vectors(after),
+                               summarised=summarised_ids(links, after))
+    assert again.empty, again
 
 
 def test_merge_keeps_earliest_time_latest_sighting_count_and_highest_importance():
@@ -733,6 +797,47 @@ def test_a_kept_copy_takes_the_groups_it_repeats_an_anchor_of_in_the_same_sleep(
     assert {link.dst for link in plan.links if link.src == "m0002"} == {"m0000", "m0001"}
     after, links = apply(records, plan)
     assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10)).empty
+
+
+def test_a_kept_copy_repeating_another_groups_kept_copy_takes_that_group_in_the_same_sleep():
+    # Being a repeat is not transitive. The reminder joins the group of the earlier
+    # reminder (a repeat of it), the "fyi" copy the plain note's; neither earlier text
+    # repeats the other. The two global copies are all that is left of the groups, and
+    # one repeats the other: the next sleep would merge them, so this one does.
+    text = "staging database listens on port 5432"
+    records = [record(0, f"reminder: {text}", NOW - 9 * DAY, session="s", importance=0.2, occurrences=2),
+               record(1, text, NOW - 9 * DAY + 60, session="s", importance=0.7),
+               record(2, f"{text} fyi", NOW - 9 * DAY + 120, session="s", scope="global", importance=0.3),
+               record(3, f"reminder: {text} fyi", NOW - 9 * DAY + 180, session="s", scope="global",
+                      importance=0.4, last_seen_at=NOW - 2 * DAY)]
+    policy = SleepPolicy(min_episode_size=10)
+    plan = plan_consolidation(records, NOW, policy)
+    assert sorted((link.src, link.dst) for link in plan.links) == [("m0002", "m0000"), ("m0002", "m0001"),
+                                                                   ("m0002", "m0003")]
+    # Summed once over the whole group, as two sleeps would have summed it.
+    summed = {k: plan.updates["m0002"].get(k) for k in ("occurrences", "importance", "last_seen_at", "created_at")}
+    assert summed == {"occurrences": 5, "importance": 0.7, "last_seen_at": NOW - 2 * DAY, "created_at": None}
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, policy).empty
+
+
+def test_global_copies_kept_by_groups_of_other_sessions_merge_with_each_other_in_the_same_sleep():
+    # Sharing, each global copy of s2 folds in another session's copy of its own
+    # words; and the second of them repeats the first ("... fyi." says it again).
+    text = "the deploy window is not on Friday evening"
+    records = [record(0, f"fyi {text}", NOW - 9 * DAY, session="s1"),
+               record(1, f"Fyi {text} fyi.", NOW - 9 * DAY + 3600, session="s4"),
+               record(2, f"fyi {text}", NOW - 9 * DAY + 7200, session="s2", scope="global"),
+               record(3, f"Fyi {text} fyi.", NOW - 9 * DAY + 9000, session="s2", scope="global")]
+    sharing = SleepPolicy(min_episode_size=10, promote_recurring=True)
+    plan = plan_consolidation(records, NOW, sharing)
+    assert {link.dst for link in plan.links if link.src == "m0002"} == {"m0000", "m0001", "m0003"}
+    assert plan.created == [] and plan.updates["m0002"]["occurrences"] == 4
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, sharing).empty
+    # Not sharing, each session keeps its own: s2's two copies merge, nothing else.
+    private = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert [(link.src, link.dst) for link in private.links] == [("m0002", "m0003")]
 
 
 def test_shared_memories_of_alike_texts_stay_apart_and_a_second_plan_is_empty():

@@ -19,6 +19,7 @@ from mnemosyne import InvalidInputError, LeaseHeldError, Mnemosyne, SleepReport
 from mnemosyne.core.consolidation import SleepPolicy
 from mnemosyne.storage.sqlite.consolidation import SleepStore
 from mnemosyne.storage.sqlite.search import FTS_TABLES
+from mnemosyne.testing import HashEmbedder
 
 DAY = 86_400.0
 OLD = time.time() - 30 * DAY
@@ -118,6 +119,47 @@ def test_a_repeat_of_the_global_copy_a_merge_keeps_is_merged_by_the_same_sleep(t
     assert mem.sleep().merged == 3 and {mem.get(c).status for c in copies} == {"consolidated"}
     assert mem.sleep().changed_rows == 0
     mem.close()
+
+
+# Kept copies that repeat each other, each kept by a group of texts the other does
+# not repeat (being a repeat is not transitive): one sleep merges them all.
+BRIDGED = {
+    # One session: the reminder joins the earlier reminder, the "fyi" copy the plain note.
+    "one session": ([("s", "reminder: {}", "session"), ("s", "{}", "session"), ("s", "{} fyi", "global"),
+                     ("s", "reminder: {} fyi", "global")], SleepPolicy()),
+    # Sharing: each of s2's global copies folds in another session's copy of its words.
+    "sharing": ([("s1", "fyi {}", "session"), ("s4", "Fyi {} fyi.", "session"), ("s2", "fyi {}", "global"),
+                 ("s2", "Fyi {} fyi.", "global")], SleepPolicy(promote_recurring=True)),
+}
+
+
+@pytest.mark.parametrize("embedder", ["none", "hash"])
+@pytest.mark.parametrize("shape", sorted(BRIDGED))
+def test_kept_copies_that_repeat_each_other_merge_in_one_sleep_that_undo_puts_back(tmp_path: Path, shape: str,
+                                                                                  embedder: str):
+    notes, policy = BRIDGED[shape]
+    db = tmp_path / "m.db"
+    agents = {session: Mnemosyne(session_id=session, db_path=db, dedupe_window=0,
+                                 embedder=HashEmbedder() if embedder == "hash" else "none")
+              for session in {session for session, _, _ in notes}}
+    try:
+        ids = [agents[session].remember(text.format("staging database listens on port 5432"), scope=scope,
+                                        created_at=OLD + n * 600)
+               for n, (session, text, scope) in enumerate(notes)]
+        before = rows(db)
+        sleeper = agents[notes[-1][0]]
+        report = sleeper.sleep(policy=policy)
+        assert report.merged == 3 and report.active_after == 1
+        with sqlite3.connect(db) as conn:
+            (kept,) = conn.execute("SELECT id, occurrences FROM memories WHERE status = 'active'").fetchall()
+        assert kept == (ids[2], 4)  # the first global copy, counting all four
+        after = rows(db)
+        assert sleeper.sleep(policy=policy).changed_rows == 0 and rows(db) == after
+        sleeper.undo_sleep(report.id)
+        assert rows(db) == before
+    finally:
+        for agent in agents.values():
+            agent.close()
 
 
 def ranked_matches(db: Path, expression: str) -> list[tuple[int, float]]:

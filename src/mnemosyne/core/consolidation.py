@@ -15,7 +15,8 @@ order, each on what the previous ones left active:
    its place in the timeline). Across sessions nothing merges unless the policy
    shares (``promote_recurring``); then only repeats merge, and copies several
    sessions hold privately fold into a new global ``fact`` memory of the shared
-   text, so no session loses sight of them and none sees another's row;
+   text, so no session loses sight of them and none sees another's row. Groups
+   whose survivors the next sleep would merge are merged now (:mod:`.settle`);
 4. **promote** session memories marked important to ``global`` (only if the policy
    asks: it shows a session's own text, source and metadata to every session);
 5. **summarise** closed episodes into ``summary`` memories linked to every source;
@@ -31,17 +32,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidInputError
-from .dedup import DupRules, duplicate_groups, fact_key, quoted_words, values
+from .dedup import DupRules, Reading, duplicate_groups, fact_key, quoted_words, values
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
+from .settle import settle
 from .summarise import (
     NOTHING_LEFT,
     extractive_summary,
@@ -353,15 +355,15 @@ def plan_consolidation(
     # shared text: never into one session's own row made global, which would hand
     # its source, metadata and the right to edit it over.
     candidates = [m for m in live() if m.kind != "summary"]
-    sharing_keys: dict[int, str] = {}
+    sharing_keys: dict[str, str] = {}
 
-    def shared_as(i: int) -> str:
-        if i not in sharing_keys:
-            sharing_keys[i] = sharing_key(candidates[i].content)
-        return sharing_keys[i]
+    def shared_as(m: Record) -> str:
+        if m.id not in sharing_keys:
+            sharing_keys[m.id] = sharing_key(m.content)
+        return sharing_keys[m.id]
 
-    def compatible(anchor: int, item: int) -> bool:
-        a, b = candidates[anchor], candidates[item]
+    def compatible(a: Record, b: Record) -> bool:
+        """Whether ``b`` may merge into the group of ``a`` (which came first)."""
         if a.session_id == b.session_id != SHARED_SESSION:  # shared ones came from several sessions
             return True
         # Across sessions only where the policy shares (promote_recurring): folding one
@@ -371,29 +373,45 @@ def plan_consolidation(
             return False
         if a.valid_until is not None or b.valid_until is not None:
             return False  # a copy in another's keeping could outlive its valid_until
-        if shared_as(anchor) in unshared:  # forgotten as shared: never folded across sessions again
+        if shared_as(a) in unshared:  # forgotten as shared: never folded across sessions again
             return False
-        return shared_as(anchor) == shared_as(item)
+        return shared_as(a) == shared_as(b)
 
-    groups = duplicate_groups(
-        [m.id for m in candidates], [m.content_hash for m in candidates],
-        [m.content for m in candidates], policy.duplicates, vectors, compatible,
-        kept=lambda i: global_after_sleep(candidates[i]),
-        # Not sharing, each session's memories are grouped on their own: however many
-        # other sessions hold a text, a session's own copies find each other.
-        part=(lambda i: "") if policy.promote_recurring else (lambda i: candidates[i].session_id),
-    )
-    for group in groups:
-        members = [candidates[i] for i in group]
-        sightings = [m.last_seen_at or m.created_at for m in members]
-        summed: dict[str, Any] = {
-            "occurrences": sum(m.occurrences for m in members),
-            "last_seen_at": max(sightings),
-            "importance": max(m.importance for m in members),
-            "created_at": min(m.created_at for m in members),
-        }
-        kept = next((m for m in members if global_after_sleep(m)), None)  # visible to every session
-        if kept is None and len({m.session_id for m in members}) > 1:
+    # The vectors of the shared memories groups would make: their text's, the first member's.
+    new_vectors: dict[str, np.ndarray] = {}
+    readings: dict[str, Reading] = {}  # each text read once, however often it is grouped
+
+    def group(records: Sequence[Record], new: Sequence[bool]) -> list[list[int]]:
+        return duplicate_groups(
+            [m.id for m in records], [m.content_hash for m in records], [m.content for m in records],
+            policy.duplicates, {**vectors, **new_vectors} if vectors and new_vectors else vectors,
+            lambda anchor, item: compatible(records[anchor], records[item]),
+            kept=lambda i: global_after_sleep(records[i]),
+            # Not sharing, each session's memories are grouped on their own: however many
+            # other sessions hold a text, a session's own copies find each other.
+            part=(lambda i: "") if policy.promote_recurring else (lambda i: records[i].session_id),
+            readings=readings, fresh=lambda i: new[i],
+        )
+
+    def survivor(members: list[Record]) -> Record:
+        """What the next sleep sees of a group: the member it merges into, or the new
+        shared memory, with the group's sums."""
+        summed = _summed(members)
+        canonical = _canonical(members, global_after_sleep)
+        if canonical is not None:
+            return dataclasses.replace(canonical, **{k: v for k, v in summed.items() if k != "created_at"})
+        first = members[0]
+        if vectors and first.id in vectors:
+            new_vectors[f"shared:{first.id}"] = vectors[first.id]
+        return Record(id=f"shared:{first.id}", session_id=SHARED_SESSION, scope="global", kind="fact",
+                      status="active", content=first.content, content_hash=first.content_hash, **summed)
+
+    # Settled: the next sleep, seeing what these merges leave, finds nothing to merge,
+    # and each group is summed once over all it merges.
+    for members in settle(candidates, group, survivor, order=lambda m: (m.created_at, m.id)):
+        summed = _summed(members)
+        canonical = _canonical(members, global_after_sleep)
+        if canonical is None:
             keeper = f"shared:{members[0].id}"
             plan.created.append(NewRecord(
                 key=keeper, kind="fact", session_id=SHARED_SESSION, scope="global",
@@ -404,7 +422,6 @@ def plan_consolidation(
             ))
             plan.counts["promoted"] += 1
         else:
-            canonical = kept or members[0]
             keeper = canonical.id
             # Its own time stays: a global copy said later is not moved back to an
             # earlier copy's place in the timeline (another session's, perhaps).
@@ -473,6 +490,27 @@ def plan_consolidation(
         else:
             del plan.updates[memory_id]
     return plan
+
+
+def _summed(members: Sequence[Record]) -> dict[str, Any]:
+    """What a merge sums over its members: occurrences, the latest sighting, the
+    highest importance and the earliest time."""
+    return {
+        "occurrences": sum(m.occurrences for m in members),
+        "last_seen_at": max(m.last_seen_at or m.created_at for m in members),
+        "importance": max(m.importance for m in members),
+        "created_at": min(m.created_at for m in members),
+    }
+
+
+def _canonical(members: Sequence[Record], goes_global: Callable[[Record], bool]) -> Record | None:
+    """The member a group (in time order) merges into: the first one visible to every
+    session after this sleep, else the earliest; None where its members are of several
+    sessions and none is global: they fold into a new shared memory."""
+    kept = next((m for m in members if goes_global(m)), None)
+    if kept is None and len({m.session_id for m in members}) > 1:
+        return None
+    return kept or members[0]
 
 
 def _unquote_superseded(plan: Plan, state: Mapping[str, Record], summaries: Mapping[str, StoredSummary],

@@ -16,7 +16,7 @@ import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -144,6 +144,20 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
+class Reading(NamedTuple):
+    """What the duplicate rules read of a text."""
+
+    words: frozenset[str]  # see word_set
+    written: list[str]  # see written_words
+    values: tuple[str, ...]
+    asking: bool  # see is_question
+
+
+def reading(text: str) -> Reading:
+    """Read ``text`` for the duplicate rules (the costly part of grouping)."""
+    return Reading(word_set(text), written_words(text), values(text), is_question(text))
+
+
 def duplicate_groups(
     ids: Sequence[str],
     hashes: Sequence[str],
@@ -153,6 +167,8 @@ def duplicate_groups(
     compatible: Callable[[int, int], bool] = lambda anchor, item: True,
     kept: Callable[[int], bool] = lambda item: False,
     part: Callable[[int], str] = lambda item: "",
+    readings: MutableMapping[str, Reading] | None = None,
+    fresh: Callable[[int], bool] = lambda item: True,
 ) -> list[list[int]]:
     """Indices grouped by duplication; the input must be in time order.
 
@@ -163,19 +179,29 @@ def duplicate_groups(
     duplicates only it would do so again at the next sleep, when it is all that is
     left of the group. Items of different ``part`` (sessions that may not share)
     never group, and are looked up apart: no other part's anchors crowd out an
-    item's own. Only groups of two or more are returned.
+    item's own. Only groups of two or more are returned. ``readings``: texts
+    already read, by text, and filled in: grouping them again reads none twice.
+    Of two items not ``fresh``, neither repeats the other (they were grouped apart
+    before): the vector of one is compared with the fresh ones' only (the costly
+    comparison), unless it is kept and joins a group, which it may take others into.
     """
     n = len(ids)
-    sets = [word_set(text) for text in texts]
-    written = [written_words(text) for text in texts]
-    numbers = [values(text) for text in texts]
-    asking = [is_question(text) for text in texts]
+    known: MutableMapping[str, Reading] = {} if readings is None else readings
+    for text in texts:
+        if text not in known:
+            known[text] = reading(text)
+    sets = [known[text].words for text in texts]
+    written = [known[text].written for text in texts]
+    numbers = [known[text].values for text in texts]
+    asking = [known[text].asking for text in texts]
     frequency: Counter[str] = Counter()
     for words in sets:
         frequency.update(words)
     unit = _unit_vectors(ids, vectors)
     parts = [part(i) for i in range(n)]
-    by_meaning: dict[tuple[str, tuple[str, ...]], _Anchors] = {}  # part, values -> the anchors with a vector
+    new = [fresh(i) for i in range(n)]
+    # Part, values and freshness -> the anchors with a vector.
+    by_meaning: dict[tuple[str, tuple[str, ...], bool], _Anchors] = {}
 
     def prefix(words: frozenset[str]) -> list[str]:
         # Prefix filtering: two sets with Jaccard >= t must share one of the first
@@ -212,7 +238,16 @@ def duplicate_groups(
         for key in head:
             postings[key].append(i)
         if i in unit:
-            by_meaning.setdefault((parts[i], numbers[i]), _Anchors()).add(i, unit[i])
+            by_meaning.setdefault((parts[i], numbers[i], new[i]), _Anchors()).add(i, unit[i])
+
+    def close_to(i: int, every: bool) -> set[int]:
+        """The anchors close in meaning to ``i``: every one, or the fresh ones only."""
+        found: set[int] = set()
+        for fresh_ones in (True, False) if every else (True,):
+            anchors = by_meaning.get((parts[i], numbers[i], fresh_ones))
+            if anchors is not None and i in unit:
+                found |= anchors.close_to(unit[i], rules.cosine)
+        return found
 
     def repeats(earlier: int, later: int, alike: set[int]) -> bool:
         """Whether ``later`` repeats ``earlier``; ``alike``: the texts close in meaning
@@ -231,8 +266,7 @@ def duplicate_groups(
         head = [(parts[i], numbers[i], word) for word in prefix(sets[i])] if lexical else []
         for key in head:
             candidates.update(postings.get(key, ())[-PROBED_ANCHORS:])
-        anchors = by_meaning.get((parts[i], numbers[i]))
-        similar = anchors.close_to(unit[i], rules.cosine) if anchors is not None and i in unit else set()
+        similar = close_to(i, new[i])
         candidates.update(similar)
         chosen = next((j for j in sorted(candidates) if compatible(j, i) and repeats(j, i, similar)), None)
         if chosen is not None:
@@ -241,6 +275,9 @@ def duplicate_groups(
             if group not in keeping and kept(i):
                 keeping.add(group)
                 match_against(i, group, head)
+                if not new[i]:  # it may take in groups below: compared as a fresh one is
+                    similar = close_to(i, True)
+                    candidates.update(similar)
                 # Kept, it stands for the group. A group begun after this one's is
                 # merged into it now if its texts all say the kept one again (the
                 # kept one as if first), or if its anchor is said again by the kept
