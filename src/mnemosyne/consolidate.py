@@ -38,9 +38,9 @@ from .core.ids import new_id
 from .core.summarise import _cut, split_header
 from .core.timeutil import from_timestamp
 from .core.validation import check_flag, check_seconds, finite_number
-from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError
+from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError, StorageError
 from .models import SleepReport
-from .storage.sqlite.consolidation import SleepStore
+from .storage.sqlite.consolidation import Run, SleepStore
 
 log = logging.getLogger("mnemosyne.sleep")
 
@@ -49,7 +49,8 @@ LEASE_TTL = 120.0
 
 
 class SleepStopped(Exception):
-    """A sleep asked to stop (its instance is closing) ended early, changing nothing."""
+    """A sleep asked to stop (its instance is closing) ended early: before applying
+    anything, or between two parts of its apply (what those parts did stands)."""
 
 
 def run_sleep(
@@ -65,67 +66,119 @@ def run_sleep(
 ) -> SleepReport:
     """One consolidation pass over the whole database; see :meth:`Mnemosyne.sleep`.
 
-    ``stop``, once set, ends the pass at its next step with :class:`SleepStopped`,
-    having changed nothing and released the lease.
+    ``stop``, once set, ends the pass at its next step (before it applies anything,
+    or between two parts of its apply) with :class:`SleepStopped`, having released
+    the lease; what it applied before stands.
     """
-    holder = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-12:]}"
-    started = time.time()
-
-    def check_stop() -> None:
-        if stop is not None and stop.is_set():
-            raise SleepStopped("sleep stopped before applying anything")
-
     if dry_run:
         # A dry run writes nothing, so it takes no lease: it works on a read-only file
         # and beside other dry runs. It still defers to a sleep under way, whose run
         # would change what it reports.
         sleeper.check_lease()
-    else:
-        sleeper.acquire_lease(holder, LEASE_TTL)
+        return _consolidate(sleeper, policy, None, summariser, summariser_timeout, vectors, now, stop)
+    holder = f"{socket.gethostname()}:{os.getpid()}:{new_id()[-12:]}"
+    sleeper.acquire_lease(holder, LEASE_TTL)
     try:
-        check_stop()
-        snapshot = sleeper.snapshot()
-        vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
-        check_stop()
-        plan = plan_consolidation(
-            snapshot.records, started if now is None else now, policy, vectors=vecs,
-            summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
-            episode_labels=snapshot.labels, unshared=snapshot.unshared, stored_summaries=snapshot.summaries,
-        )
-        check_stop()
-        run_id = new_id()
-        if dry_run:
-            # The rule counts say what a real run would do; the fields about the
-            # database itself (active_after, changed_rows) say what it is: untouched.
-            active = sleeper.count_active()
-            return _report(run_id, started, plan.report_counts(), active, active, 0, 0, dry_run=True)
-        contents: dict[str, str] = {}
-        fallbacks = 0
-        if summariser is not None and any(new.kind == "summary" for new in plan.created):
-            contents, fallbacks = _summarise(
-                plan, summariser, summariser_timeout, policy, sleeper, holder)
-            judge_stored_summaries(plan, contents, snapshot.records, started if now is None else now, policy)
-        new_ids = {new.key: new_id() for new in plan.created}
-        check_stop()
-        # Memories edited or forgotten while it planned keep their edits; what the
-        # plan ties to them is held back for the next sleep, and the rest applied.
-        applied = sleeper.apply(
-            plan, snapshot, run_id, holder, contents, new_ids,
-            {**plan.report_counts(), "summariser_fallbacks": fallbacks, "rule": consolidation_rule(policy)},
-            started,
-        )
-        if applied.held_back:
-            log.info("sleep: %d memories changed while it planned; they wait for the next sleep",
-                     len(applied.held_back))
-        return _report(run_id, started, applied.plan.report_counts(), applied.active_before,
-                       applied.active_after, applied.changed_rows, fallbacks)
-    finally:
-        if not dry_run:
-            sleeper.release_lease(holder)
+        with _LeaseKeeper(sleeper, holder, LEASE_TTL) as lease:
+            return _consolidate(sleeper, policy, lease, summariser, summariser_timeout, vectors, now, stop)
+    finally:  # after the keeper has stopped, which would otherwise take it again
+        sleeper.release_lease(holder)
+
+
+def _consolidate(
+    sleeper: SleepStore, policy: SleepPolicy, lease: _LeaseKeeper | None, summariser: Summariser | None,
+    summariser_timeout: float, vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray] | None] | None,
+    now: float | None, stop: threading.Event | None,
+) -> SleepReport:
+    """Snapshot, plan and apply (no lease: a dry run, which applies nothing)."""
+    started = time.time()
+
+    def check_stop(done: int = 0, parts: int = 1) -> None:
+        if lease is not None:
+            lease.check(done, parts)
+        if stop is not None and stop.is_set():
+            raise SleepStopped(f"sleep stopped after {done} of its {parts} parts" if done else
+                               "sleep stopped before applying anything")
+
+    check_stop()
+    snapshot = sleeper.snapshot()
+    vecs = vectors([r.id for r in snapshot.records]) if vectors is not None else None
+    check_stop()
+    plan = plan_consolidation(
+        snapshot.records, started if now is None else now, policy, vectors=vecs,
+        summarised=snapshot.summarised, open_episodes=snapshot.open_episodes,
+        episode_labels=snapshot.labels, unshared=snapshot.unshared, stored_summaries=snapshot.summaries,
+    )
+    check_stop()
+    run_id = new_id()
+    if lease is None:
+        # The rule counts say what a real run would do; the fields about the
+        # database itself (active_after, changed_rows) say what it is: untouched.
+        active = sleeper.count_active()
+        return _report(run_id, started, plan.report_counts(), active, active, 0, 0, dry_run=True)
+    contents: dict[str, str] = {}
+    fallbacks = 0
+    if summariser is not None and any(new.kind == "summary" for new in plan.created):
+        contents, fallbacks = _summarise(plan, summariser, summariser_timeout, policy, check_stop)
+        judge_stored_summaries(plan, contents, snapshot.records, started if now is None else now, policy)
+    new_ids = {new.key: new_id() for new in plan.created}
+    check_stop()
+    # Memories edited or forgotten while it planned keep their edits; what the
+    # plan ties to them is held back for the next sleep, and the rest applied.
+    run = Run(run_id, lease.holder, lease.ttl, started,
+              {"summariser_fallbacks": fallbacks, "rule": consolidation_rule(policy)})
+    applied = sleeper.apply(plan, snapshot, run, contents, new_ids, between=check_stop)
+    if applied.held_back:
+        log.info("sleep: %d memories changed while it planned; they wait for the next sleep",
+                 len(applied.held_back))
+    return _report(run_id, started, applied.counts, applied.active_before,
+                   applied.active_after, applied.changed_rows, fallbacks)
+
+
+class _LeaseKeeper:
+    """Renews the sleep lease every quarter of its time to live, from a thread, while
+    the sleep snapshots, plans, summarises and applies: a sleep longer than the lease
+    (200k memories on a 2-core machine) would otherwise be taken over by another
+    process's sleep, and two auto-sleeping processes took it from each other for ever.
+    """
+
+    def __init__(self, sleeper: SleepStore, holder: str, ttl: float) -> None:
+        self.holder, self.ttl = holder, ttl
+        self._sleeper = sleeper
+        self._done = threading.Event()
+        self._lost: LeaseHeldError | None = None
+        self._thread = threading.Thread(target=self._renew, name="mnemosyne-sleep-lease", daemon=True)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def check(self, done: int, parts: int) -> None:
+        """Raise :class:`LeaseHeldError` if another sleeper took the lease over."""
+        if self._lost is not None:
+            raise LeaseHeldError(
+                "the sleep lease was taken over; this sleep changed nothing" if not done else
+                f"the sleep lease was taken over; this sleep stopped after {done} of its {parts} parts, "
+                "and the next sleep does the rest"
+            ) from self._lost
+
+    def _renew(self) -> None:
+        while not self._done.wait(self.ttl / 4):
+            try:
+                self._sleeper.acquire_lease(self.holder, self.ttl)
+            except LeaseHeldError as exc:
+                self._lost = exc
+                return
+            except StorageError as exc:  # busy, or closing: the next turn tries again
+                log.debug("sleep: renewing the lease failed: %s", exc)
 
 
 def _summarise(
-    plan: Plan, summariser: Summariser, timeout: float, policy: SleepPolicy, sleeper: SleepStore, holder: str
+    plan: Plan, summariser: Summariser, timeout: float, policy: SleepPolicy, check_stop: Callable[[], None]
 ) -> tuple[dict[str, str], int]:
     """Call the user's summariser per episode, outside any lock; fall back on failure."""
     contents: dict[str, str] = {}
@@ -133,6 +186,7 @@ def _summarise(
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemosyne-summariser")
     try:
         for summary in (new for new in plan.created if new.kind == "summary"):
+            check_stop()
             future = pool.submit(summariser, summary.condensed_texts)
             try:
                 text = future.result(timeout=timeout)
@@ -146,7 +200,6 @@ def _summarise(
             except Exception as exc:  # any failure of user code falls back, never loses the sleep
                 fallbacks += 1
                 log.warning("sleep: summariser failed (%s); kept the extractive summary", exc)
-            sleeper.acquire_lease(holder, LEASE_TTL)  # renew: summarising may be slow
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return contents, fallbacks

@@ -27,8 +27,7 @@ def hold_back(plan: Plan, changed: Collection[str], strengths: Mapping[str, floa
     >>> kept, held = hold_back(plan, {"0193..."}, {r.id: r.strength for r in records})
     """
     ties_of: dict[str, list[set[str]]] = defaultdict(list)
-    for tie in ([{new.key, *new.sources} for new in plan.created] + [{link.src, link.dst} for link in plan.links]
-                + [set(bound) for bound in plan.bound]):
+    for tie in ties(plan):
         for end in tie:
             ties_of[end].append(tie)
     held, reached = set(changed), list(changed)
@@ -44,6 +43,13 @@ def hold_back(plan: Plan, changed: Collection[str], strengths: Mapping[str, floa
     )
     kept.counts = count_changes(kept, strengths)
     return kept, held - {new.key for new in plan.created}
+
+
+def ties(plan: Plan) -> list[set[str]]:
+    """The groups of memories (ids, and new memories' keys) whose changes stand or fall
+    together: a new memory with its sources, a link's two ends, a bound group."""
+    return ([{new.key, *new.sources} for new in plan.created] + [{link.src, link.dst} for link in plan.links]
+            + [set(bound) for bound in plan.bound])
 
 
 def count_changes(plan: Plan, strengths: Mapping[str, float]) -> Counter[str]:
