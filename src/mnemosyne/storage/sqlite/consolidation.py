@@ -1,9 +1,13 @@
 """Sleep on SQLite: the lease, the planner's snapshot, and applying or undoing a plan.
 
-Reading the snapshot takes no lock (WAL readers never wait). Applying a plan is one
-``BEGIN IMMEDIATE`` transaction that first finds what the plan touches that changed
-since the snapshot, holds back the changes tied to it (``core/hold_back.py``), and
-records everything needed to undo the rest exactly.
+Reading the snapshot takes no lock (WAL readers never wait). A plan is applied in
+parts (``core/plan_parts.py``), each one short ``BEGIN IMMEDIATE`` transaction that
+renews the lease, finds what its changes touch that changed since the snapshot (a
+write that came in between two parts included), holds back the changes tied to it
+(``core/hold_back.py``), and records everything needed to undo the rest exactly. A
+part never cuts a summary from its sources nor a link from its ends, so a crash
+between two parts leaves every memory as it was or fully consolidated, and the next
+sleep does the rest.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ from .standing import unshared_keys
 from .store import SQLiteStore
 
 SLEEP_LEASE = "sleep"
-# Changed rows (updates, new memories, links) per part of a run: each part holds the
-# write lock for about 0.1 s (measured on the 50k-memory base of bench/sleep_lock.py,
-# 2-core machine, every part timed).
+# Changed rows (updates, new memories, links) per part of a run. Measured on 50k
+# memories in 10k episodes (a 2-core machine): 112 parts, each holding the write lock
+# 0.09 s at most, where one transaction held it 5.9 s.
 ROWS_PER_PART = 1000
 # Columns sleep may change on an existing memory (and undo restores): a summary's
 # text too, once it stops quoting a superseded value.
