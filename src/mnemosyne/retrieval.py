@@ -506,7 +506,7 @@ def _merged(
 ) -> dict[str, list[tuple[int, float]]]:
     """Two searches' hits per field, each key once (scores of one query over one index
     compare across searches)."""
-    return {field: _best_per_key([*found.get(field, []), *more.get(field, [])]) for field in found.keys() | more.keys()}
+    return {field: _best_per_key([*found.get(field, []), *more.get(field, [])]) for field in {**found, **more}}
 
 
 def _best_per_key(hits: Iterable[tuple[int, float]]) -> list[tuple[int, float]]:
