@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mnemosyne import Mnemosyne
-from mnemosyne.core.temporal import dates_ahead, named_time, time_window
+from mnemosyne.core.dates_ahead import dates_ahead
+from mnemosyne.core.temporal import named_time, time_window
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2026, 11, 27, 17, tzinfo=timezone.utc)  # a Friday

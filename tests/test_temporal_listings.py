@@ -12,7 +12,8 @@ import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.core import lexical
-from mnemosyne.core.temporal import asks_only_when, named_time, relative_times_apart, without_times
+from mnemosyne.core.temporal import asks_only_when, named_time, without_times
+from mnemosyne.core.time_phrases import relative_times_apart
 from mnemosyne.storage.base import Filters
 from mnemosyne.storage.sqlite import SQLiteStore, listing
 from mnemosyne.testing import HashEmbedder

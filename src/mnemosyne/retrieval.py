@@ -14,20 +14,19 @@ import numpy as np
 from . import background
 from .core import lexical, results
 from .core.context import MAX_GAP_S, WINDOW
+from .core.dates_ahead import dates_ahead
 from .core.dedup import fact_key
 from .core.ranking import FIELD_RANK, Candidate, Ranked, Weights, fuse
 from .core.temporal import (
     HAPPENING,
     Window,
-    Worded,
     asks_latest,
     asks_only_when,
     asks_recent,
-    dates_ahead,
-    relative_times_apart,
     window_seconds,
     without_times,
 )
+from .core.time_phrases import Worded, relative_times_apart
 from .core.timeutil import local_time
 from .embedding import EmbedderSlot
 from .models import Memory
