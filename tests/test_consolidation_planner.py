@@ -255,6 +255,50 @@ def test_a_fact_promoted_by_this_sleep_supersedes_a_global_one_now_not_at_the_ne
     after, links = apply(records, plan)
     assert plan_consolidation(after, NOW + 60, promoting, summarised=summarised_ids(links, after)).empty
 
+def test_a_global_fact_is_superseded_by_a_newer_global_value_another_session_wrote():
+    records = [record(1, "The API rate limit is 100 requests per minute.", NOW - 60 * DAY,
+                      session="acme", scope="global"),
+               record(2, "The API rate limit is 300 requests per minute.", NOW - 5 * DAY,
+                      session="globex", scope="global")]
+    plan = plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10))
+    assert plan.updates["m0001"]["status"] == "superseded"
+    assert [(link.src, link.dst) for link in plan.links if link.kind == "supersedes"] == [("m0002", "m0001")]
+    after, links = apply(records, plan)
+    assert plan_consolidation(after, NOW + 60, SleepPolicy(min_episode_size=10),
+                              summarised=summarised_ids(links, after)).empty
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    # Who sees what: a private value is its session's alone; it neither hides a value
+    # every session sees nor is hidden by one another session wrote.
+    (("acme", "session"), ("globex", "global")),
+    (("acme", "global"), ("globex", "session")),
+    (("acme", "global"), ("acme", "session")),
+    (("acme", "session"), ("globex", "session")),
+])
+def test_a_private_value_supersedes_no_global_one_nor_another_sessions(older, newer):
+    records = [record(1, "The API rate limit is 100 requests per minute.", NOW - 60 * DAY,
+                      session=older[0], scope=older[1]),
+               record(2, "The API rate limit is 300 requests per minute.", NOW - 5 * DAY,
+                      session=newer[0], scope=newer[1])]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("My email is ana@oldmail.com.", "My email is bo@newmail.io."),
+    ("The user's timezone is CET.", "The user's timezone is PST."),
+    ("Our office is in Leeds.", "Our office is in Bristol."),
+    ("The customer's plan is Pro.", "The customer's plan is Enterprise."),
+])
+def test_global_facts_of_whoever_each_session_speaks_for_are_superseded_only_within_it(older, newer):
+    # Two sessions' "my email" are two people's, however global.
+    records = [record(1, older, NOW - 9 * DAY, session="acme", scope="global"),
+               record(2, newer, NOW - 5 * DAY, session="globex", scope="global")]
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 0
+    records[1] = dataclasses.replace(records[1], session_id="acme")
+    assert plan_consolidation(records, NOW, SleepPolicy(min_episode_size=10)).counts["superseded"] == 1
+
+
 def test_numbers_keep_near_identical_texts_apart():
     records = [record(i, f"Finished step {i} of the database migration today", NOW - DAY * 3 + i)
                for i in range(3)]

@@ -585,6 +585,21 @@ def test_a_new_value_supersedes_every_memory_stating_the_old_one(mem: Mnemosyne)
     assert mem.get(first).status == "superseded"
 
 
+def test_a_global_fact_another_session_corrected_is_superseded_for_every_session(tmp_path: Path):
+    db = tmp_path / "m.db"
+    with Mnemosyne(session_id="support-acme", db_path=db) as acme, \
+            Mnemosyne(session_id="support-globex", db_path=db) as globex:
+        old = acme.remember("The API rate limit is 100 requests per minute.", scope="global", created_at=OLD)
+        new = globex.remember("The API rate limit is 300 requests per minute.", scope="global",
+                              created_at=OLD + 5 * DAY)
+        mine = acme.remember("My email is ana@acme.example.", scope="global", created_at=OLD + 10 * DAY)
+        globex.remember("My email is bo@globex.example.", scope="global", created_at=OLD + 15 * DAY)
+        assert acme.sleep().superseded == 1
+        assert acme.get(old).status == "superseded" and acme.get(mine).status == "active"
+        for mem in (acme, globex):
+            assert [m.id for m in mem.recall("API rate limit")] == [new]
+
+
 @pytest.mark.parametrize("importance", [0.5, 0.9])  # consolidated behind the summary, or kept beside it
 def test_a_newer_value_supersedes_one_a_summary_quotes_and_the_summary_stops_quoting_it(
     mem: Mnemosyne, tmp_path: Path, importance: float

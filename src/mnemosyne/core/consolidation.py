@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError
-from .dedup import DupRules, Reading, duplicate_groups, fact_key, quoted_words, values
+from .dedup import DupRules, Fact, Reading, duplicate_groups, fact_key, personal, quoted_words, values
 from .episodes import split_episodes
 from .fingerprint import content_hash
 from .lexical import STOPWORDS, tokenize
@@ -296,10 +296,11 @@ def plan_consolidation(
             plan.set(m.id, status="expired")
             plan.counts["expired"] += 1
 
-    # 2. supersede: only single-sentence "<subject> is <value>" facts of one session
-    # (a shared fact stands for several sessions: none of their later words replace it),
-    # and never by or of a fact with an expiry: once it expired, the one it replaced
-    # would be nowhere.
+    # 2. supersede: only single-sentence "<subject> is <value>" facts, a session's by
+    # its own, a global one by every session's global ones (see ``_holder``). Never a
+    # shared fact (it stands for several sessions: none of their later words replace
+    # it), and never by or of a fact with an expiry: once it expired, the one it
+    # replaced would be nowhere.
     superseded_by: dict[str, str] = {}  # what this sleep supersedes -> the newer value
     if policy.supersede:
         # Per subject: its latest value and every live memory stating it. A new value
@@ -331,7 +332,7 @@ def plan_consolidation(
             # A fact promoted now is a value among its session's and among the global ones.
             promoted = m.status == "active" and m.scope == "session" and global_after_sleep(m)
             scopes = ("session", "global") if promoted else (m.scope,)
-            for slot in [(m.session_id, scope, fact.attribute, fact.kind) for scope in scopes]:
+            for slot in [(_holder(m.session_id, scope, fact), scope, fact.attribute, fact.kind) for scope in scopes]:
                 previous = latest.get(slot)
                 if fact.negated:
                     if previous is not None and previous[0] == fact.value:
@@ -511,6 +512,16 @@ def _canonical(members: Sequence[Record], goes_global: Callable[[Record], bool])
     if kept is None and len({m.session_id for m in members}) > 1:
         return None
     return kept or members[0]
+
+
+def _holder(session_id: str, scope: str, fact: Fact) -> str:
+    """Whose values of ``fact``'s attribute a value stated in ``scope`` competes with:
+    a session's private values only with its own (no other session sees them, and a
+    private value must not hide a global one), a global value with every session's
+    global values (every session sees them all, so all are corrected by the newest),
+    but for one of whoever the session speaks for ("my email", "the user's address":
+    another session's user is another person, as ``results.newer_first`` reads it)."""
+    return "" if scope == "global" and not personal(fact) else session_id
 
 
 def _unquote_superseded(plan: Plan, state: Mapping[str, Record], summaries: Mapping[str, StoredSummary],

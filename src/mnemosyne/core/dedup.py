@@ -484,6 +484,21 @@ class Fact(NamedTuple):
     negated: bool = False  # "the flag is not enabled": the value does not hold
 
 
+# Words that make an attribute one of whoever a session speaks for ("my address",
+# "the user's timezone", "the customer's plan"): another session's is another's.
+_PERSONAL = frozenset("i me my mine we us our ours you your yours user users customer customers client".split())
+
+
+def personal(fact: Fact) -> bool:
+    """Whether ``fact`` is of whoever the session that wrote it speaks for: two
+    sessions' "my email" are two people's, even said globally.
+
+    >>> personal(fact_key("My email is ana@mail.com")), personal(fact_key("The API rate limit is 300"))
+    (True, False)
+    """
+    return not _PERSONAL.isdisjoint(fact.attribute.split())
+
+
 _NEGATED = re.compile(r"not\s+", re.IGNORECASE)
 # What a correction says after the value: a second clause, after a semicolon or a
 # dash ("...is now Priya; Tom moved to the data team"), or an aside in brackets that

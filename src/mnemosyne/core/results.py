@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
 
-from .dedup import Fact
+from .dedup import Fact, personal
 from .ranking import Ranked
 
 
@@ -144,15 +144,10 @@ def _newest_saying(statements: Mapping[int, Statement], key: int, keys: Sequence
     return [k for k in relevant if statements[k].said_at == latest]
 
 
-# Words that make an attribute one of whoever a session speaks for ("my address",
-# "the user's timezone", "the customer's plan"): another session's is another's.
-_PERSONAL = frozenset("i me my mine we us our ours you your yours user users customer customers client".split())
-
-
 def _may_correct(newer: Statement, older: Statement) -> bool:
     if newer.session_id == older.session_id:
         return True
-    return newer.shared and older.shared and _PERSONAL.isdisjoint(older.fact.attribute.split())
+    return newer.shared and older.shared and not personal(older.fact)
 
 
 def _speaks_of(newer: Fact, older: Fact) -> bool:
