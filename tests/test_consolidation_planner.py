@@ -367,6 +367,23 @@ def test_unrelated_descriptions_of_one_subject_supersede_nothing():
     ("The cache is not the problem.", "The cache is warm."),
     ("The owner is not Bob.", "The owner is Alice."),
     ("The beta flag is not enabled.", "The beta flag is not visible."),
+    # A change not done, or of something else: a plan, a question, a negation, a
+    # person, a list, another subject.
+    ("The CI is Jenkins.", "We will move the CI to GitHub Actions."),
+    ("The CI is Jenkins.", "We plan to switch the CI to GitHub Actions."),
+    ("The CI is Jenkins.", "Should we switch the CI to GitHub Actions?"),
+    ("The CI is Jenkins.", "Has the CI moved to GitHub Actions?"),
+    ("The CI is Jenkins.", "The CI has not moved to GitHub Actions."),
+    ("The CI is Jenkins.", "The CI hasn't moved to GitHub Actions yet."),
+    ("The CI is Jenkins.", "The CI will be moved to GitHub Actions."),
+    ("The CI is Jenkins.", "We didn't switch the CI to GitHub Actions."),
+    ("The CI is Jenkins.", "If we move the CI to GitHub Actions, builds get faster."),
+    ("The CI is Jenkins.", "Moved the CI and the docs to GitHub Actions."),
+    ("The CI is Jenkins.", "Switched the docs site to GitHub Pages."),
+    ("The release manager is Tom.", "Tom moved to the data team."),
+    ("The billing database is Postgres 15.", "Upgraded Python, Node and Go to the latest versions."),
+    ("The billing database is Postgres 15.", "The billing database moved to Frankfurt."),  # where, not which
+    ("The nightly job is at 1am.", "The payments team moved the nightly job to 2am to avoid the backups."),
 ])
 def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]
@@ -425,6 +442,18 @@ def test_facts_about_other_things_do_not_supersede_each_other(older: str, newer:
     ("The beta flag is enabled.", "The beta flag is not enabled."),
     ("The beta flag is enabled.", "The beta flag is not enabled yet."),
     ("The beta flag is not enabled.", "The beta flag is enabled."),
+    # A change done, in other verbs: the new value, as "is now" says it.
+    ("The billing database is Postgres 15.", "The billing database moved to Postgres 16."),
+    ("The billing database is Postgres 15.", "Migrated the billing database to Postgres 16 last week."),
+    ("The CI is Jenkins.", "Switched the CI to GitHub Actions."),
+    ("The CI is Jenkins.", "We switched the CI from Jenkins to GitHub Actions."),
+    ("The CI is Jenkins.", "The CI has moved to GitHub Actions."),
+    ("The Python version is 3.11.", "Upgraded the Python version to 3.12."),
+    ("The repo is payments-api.", "The repo was renamed to ledger-core."),
+    ("The staging host is staging-1.internal.", "The staging host moved to stg-eu-2.internal on Monday."),
+    ("The billing database moved to Postgres 15.", "The billing database moved to Postgres 16."),
+    ("The Pro plan price is 49 USD per seat per month.",
+     "The Pro plan price changed to 59 USD per seat per month from November 1; existing customers keep 49 USD."),
 ])
 def test_a_newer_value_of_the_same_kind_supersedes(older: str, newer: str):
     records = [record(1, older, NOW - 3 * DAY), record(2, newer, NOW - 2 * DAY)]

@@ -6,7 +6,8 @@ order, each on what the previous ones left active:
 
 1. **expire** memories past ``valid_until`` (status ``expired``: hidden, kept);
 2. **supersede** an older "<subject> is <value>" fact by a newer one with another
-   value for the same subject (the old one is kept, linked, status ``superseded``),
+   value for the same subject ("is now", "moved to", "was renamed to": see
+   ``dedup.fact_key``; the old one is kept, linked, status ``superseded``),
    wherever the old one lives: active, or consolidated behind a summary, which
    stops quoting it;
 3. **merge** near-duplicates into one member (the canonical memory: a global one,

@@ -426,15 +426,53 @@ MAX_VALUE_WORDS = 3
 # only, so a longer unit cannot replace another's value.)
 MAX_UNIT_WORDS = 6
 
-# "<subject> is <value>" ("is now", "changed to"), one sentence, after a word that
-# marks a correction. Deliberately narrow: only this shape, no other colon (one
-# marks "speaker: text" transcripts), no pronoun subjects.
+# "<subject> is <value>" ("is now"; for "changed to" see ``_CHANGED_AFTER``), one
+# sentence, after a word that marks a correction. Deliberately narrow: only this
+# shape, no other colon (one marks "speaker: text" transcripts), no pronoun subjects.
 _FACT = re.compile(
     r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?"
-    r"(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:(?:is|are)\s+(?:now\s+)?|(?:has\s+|have\s+)?changed\s+to\s+)"
+    r"(?P<subject>[^\W\d_][\w' -]{1,80}?)\s+(?:is|are)\s+(?:now\s+)?"
     # A dot or colon inside a word does not end the value: "3.12", "ana@mail.com",
     # "stg-01.internal", "https://docs.acme.io", "10:15".
     r"(?P<value>(?:[^.!?;:\n]|(?<=\w)\.(?=\w)|(?<=\w):(?=\w|//)){1,120}?)\s*[.!]?\s*$",
+    re.IGNORECASE,
+)
+# A change done to an attribute states its new value as "is now" does: "<subject>
+# moved to <value>", "<subject> was renamed to <value>", "Upgraded <subject> to
+# <value>", "We switched <subject> from <old> to <value>". Past tense only (a plan,
+# "we will move to", is no change; "changed to" is read as "is" is, above), one
+# sentence, no question.
+_CHANGE_VERBS = r"(?:moved|migrated|switched|upgraded|downgraded|renamed|changed)"
+_SUBJECT = r"(?P<subject>[^\W\d_][\w' -]{1,80}?)"
+_TO_VALUE = (
+    r"(?:\s+from\s+(?:[^.!?;:\n]|(?<=\w)\.(?=\w)){1,80}?)?\s+to\s+"
+    r"(?P<value>(?:[^.!?;:\n]|(?<=\w)\.(?=\w)|(?<=\w):(?=\w|//)){1,120}?)\s*[.!]?\s*$"
+)
+_CHANGED_AFTER = re.compile(
+    r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?" + _SUBJECT
+    + r"\s+(?:(?:has|have)\s+)?(?:(?:been|was|were|got)\s+)?" + _CHANGE_VERBS + _TO_VALUE,
+    re.IGNORECASE,
+)
+_CHANGED_BEFORE = re.compile(
+    r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?(?:(?:we|i)\s+(?:have\s+)?)?" + _CHANGE_VERBS
+    + r"\s+" + _SUBJECT + _TO_VALUE,
+    re.IGNORECASE,
+)
+# Words in what reads as the subject of a change that say it was not done, or not
+# yet: "The CI has not moved", "The CI will be moved", "The CI should be switched".
+_NOT_DONE = frozenset(
+    """not never no nor will would shall should could can may might must to be being do does did
+    has have had is are isn't aren't hasn't haven't hadn't didn't doesn't don't won't wouldn't can't
+    cannot couldn't shouldn't""".split()
+)
+# When a change took effect, said after its value: "... to Postgres 16 last week",
+# "... to 59 USD from November 1", "... on Monday". Not part of the value.
+_WHEN_CHANGED = re.compile(
+    r"\s+(?:(?:last|this)\s+(?:week|month|year|quarter|weekend|monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday)|(?:yesterday|today)"
+    r"|(?:on|in|from|since|as\s+of|starting|effective)\s+(?:(?:monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*)"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:,?\s+\d{4})?|\d{4}-\d{2}-\d{2}))$",
     re.IGNORECASE,
 )
 _VAGUE_SUBJECT = frozenset(
@@ -534,18 +572,42 @@ def fact_key(text: str) -> Fact | None:
     Fact(attribute='beta flag', kind='what', value='enabled', negated=True)
     >>> fact_key("Alice is on vacation.")   # a person, not an attribute: described, not valued
     """
-    match = _FACT.match(_first_clause(text.translate(_TYPOGRAPHIC)))  # "the user’s name" is "the user's name"
+    clause = _first_clause(text.translate(_TYPOGRAPHIC))  # "the user’s name" is "the user's name"
+    match = _FACT.match(clause)
+    if match is None:
+        return _change(clause)
+    return _read(match["subject"], match["value"])
+
+
+def _change(clause: str) -> Fact | None:
+    """The new value a change of an attribute states ("The billing service moved to
+    Postgres 16", "Switched the CI from Jenkins to GitHub Actions", "The repo was
+    renamed to ledger"), as "<subject> is now <value>" would: only a change done, of
+    a subject named, to one value (see ``_CHANGED``).
+
+    >>> _change("Upgraded the payments service to Python 3.12 last week")
+    Fact(attribute='payments service', kind='number python', value='python 3 12', negated=False)
+    >>> _change("We will move the CI to GitHub Actions.")   # a plan, not a change
+    """
+    match = _CHANGED_AFTER.match(clause) or _CHANGED_BEFORE.match(clause)
     if match is None:
         return None
-    negation = _NEGATED.match(match["value"])
-    said = match["value"][negation.end():] if negation else match["value"]
-    subject = [word for word in tokenize(match["subject"]) if word not in _ARTICLES]
+    if _NOT_DONE.intersection(word.lower() for word in match["subject"].split()):
+        return None  # "The CI has not moved to ...", "The CI will be moved to ..."
+    return _read(match["subject"], _WHEN_CHANGED.sub("", match["value"]))
+
+
+def _read(written_subject: str, written_value: str) -> Fact | None:
+    """The fact of a subject and a value as written, if they make one."""
+    negation = _NEGATED.match(written_value)
+    said = written_value[negation.end():] if negation else written_value
+    subject = [word for word in tokenize(written_subject) if word not in _ARTICLES]
     value = [word for word in tokenize(said) if not (negation and word in _UNTIL_NOW)]
     if not subject or not value or subject[0] in _VAGUE_SUBJECT or _describes(said):
         return None
     if subject[-1] in _CLAUSE or _CONDITION.intersection(subject) or _VERBS.intersection(value):
         return None  # "The service that is down is auth.", "... only when the user is ..."
-    written = [word for word in match["subject"].split() if word.lower() not in _ARTICLES]
+    written = [word for word in written_subject.split() if word.lower() not in _ARTICLES]
     # A value is a few words ("Friday evening", "Bo", "offline"). A longer one is a
     # description, and another description of the same subject ("Dana is allergic to
     # peanuts" after "Dana is the on-call engineer this week") is a second fact, not
