@@ -264,7 +264,9 @@ def test_no_database_work_begins_between_a_forks_wait_and_the_fork():
 
     def pool_work() -> None:
         _fork.never_wait_in_this_thread()
-        _fork.leave(_fork.enter())
+        work, token = _fork.here(), object()
+        _fork.enter(work, token)
+        _fork.leave(work, token)
         entered.set()
 
     _fork._before_fork()  # as os.fork() calls it; the fork itself would come next

@@ -15,6 +15,17 @@ So:
   start some wait until the fork is made.
 - :class:`Lock` is a lock that a forked child finds unlocked, whoever held it.
 
+The record of what a thread is inside (:class:`Work`) must stay right when an
+exception lands anywhere, in it or in the code that updates it: a Ctrl-C caught by a
+notebook or a REPL, or a signal handler that raises. So it holds no counts, read and
+written back in two steps, but one mark per piece of work: a weak reference to a
+:class:`Token` that only the frame doing the work holds. A ``finally`` drops the mark
+at once; should an exception land before it could, the mark drops itself as that
+frame goes. The same record holds the thread's public calls (see
+:mod:`mnemosyne._closing`), and the closes to finish once the thread is out of all of
+it: a ``close()`` from inside the thread's own work (a signal handler) cannot wait
+for that work, which is below it on the stack.
+
 What the parent's connections leave in the child is dealt with beside them, in
 ``storage/sqlite/connection.py``.
 """
@@ -24,7 +35,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import weakref
+from collections.abc import Callable
 from types import TracebackType
 
 log = logging.getLogger("mnemosyne.fork")
@@ -32,75 +45,117 @@ log = logging.getLogger("mnemosyne.fork")
 # As long as a write waits for another's lock by default (busy_timeout): a read left
 # open for longer (an export another thread stopped iterating) is not worth more.
 FORK_WAIT_S = 60.0
+_FORK_POLL_S = 0.05
 
-# The state below is read and changed under _lock; _state_changed (over the same
-# lock) is waited on. Taking _lock itself costs less than the condition's methods.
+# _forking is read and changed under _lock; _state_changed (over the same lock) is
+# waited on. Taking _lock itself costs less than the condition's methods.
 _lock = threading.Lock()
 _state_changed = threading.Condition(_lock)
-_threads_inside = 0
 _forking = False
 _this_thread = threading.local()  # .work: this thread's Work
 
 
+class Token:
+    """One piece of work under way. The frame doing it holds the only strong
+    reference: once that frame is gone, however it ended, its marks are gone too."""
+
+    __slots__ = ("__weakref__",)
+
+
+Mark = weakref.ref  # of a Token, in one set of marks
+
+
+def mark(token: Token, marks: set[Mark[Token]]) -> Mark[Token]:
+    """A mark of ``token`` for ``marks``, which removes itself when the token dies.
+    Added by the caller, with one call: either it is in the set or it is not."""
+    return weakref.ref(token, marks.discard)
+
+
 class Work:
-    """One thread's database work: how deep it is nested, and whether the thread may
-    wait for a fork. Work begun in one thread may end in another (a dump generator
+    """What one thread is inside: database work (``tokens``, which a fork waits for),
+    public calls of an instance (``calls``), and the closes to run once it is out of
+    both (``after``). Work begun in one thread may end in another (a dump generator
     read on, or closed, elsewhere): it ends in the thread it began in."""
 
-    __slots__ = ("depth", "never_waits")
+    __slots__ = ("tokens", "calls", "after", "never_waits", "__weakref__")
 
     def __init__(self) -> None:
-        self.depth = 0
+        self.tokens: set[Mark[Token]] = set()
+        self.calls: set[Mark[Token]] = set()
+        self.after: list[Callable[[], None]] = []
         self.never_waits = False
 
+    @property
+    def inside(self) -> bool:
+        return bool(self.tokens or self.calls)
 
-def _work_here() -> Work:
+
+# Every thread's record, for a fork to see which are inside database work.
+_works: weakref.WeakSet[Work] = weakref.WeakSet()
+
+
+def here() -> Work:
+    """This thread's record."""
     work: Work | None = getattr(_this_thread, "work", None)
     if work is None:
-        work = _this_thread.work = Work()
+        work = Work()
+        _works.add(work)
+        _this_thread.work = work
     return work
 
 
-def enter() -> Work:
-    """Start database work in this thread (work nests); first wait for a fork under
-    way. Hand what it returns to :func:`leave`."""
-    global _threads_inside
-    work = _work_here()
-    if work.depth == 0:
-        with _lock:
-            while _forking and not work.never_waits:
-                _state_changed.wait()
-            _threads_inside += 1
-    work.depth += 1
-    return work
-
-
-def leave(work: Work) -> None:
-    """End what :func:`enter` started, in whichever thread."""
-    global _threads_inside
+def enter(work: Work, working: Mark[Token]) -> None:
+    """Start database work in this thread's ``work`` (work nests); first wait for a
+    fork under way. ``working`` is ``mark(token, work.tokens)``; call this inside a
+    ``try`` whose ``finally`` calls :func:`leave`."""
+    if work.tokens:  # nested: a fork already waits for this thread
+        work.tokens.add(working)
+        return
     with _lock:
-        work.depth -= 1
-        if work.depth == 0:
-            _threads_inside -= 1
-            if _forking:
-                _state_changed.notify_all()
+        while _forking and not work.never_waits:
+            _state_changed.wait()
+        work.tokens.add(working)
+
+
+def leave(work: Work, working: Mark[Token]) -> None:
+    """End what :func:`enter` started (whether or not it got that far), in whichever
+    thread; then run the closes left for when ``work`` is out of everything."""
+    work.tokens.discard(working)
+    if _forking and not work.tokens:  # read after the discard: a fork that began since sees it
+        with _lock:
+            _state_changed.notify_all()
+    if work.after and not work.inside:
+        run_after(work)
+
+
+def run_after(work: Work) -> None:
+    """Run the closes a thread asked for from inside its own work, now that it is out."""
+    while work.after:
+        try:
+            action = work.after.pop(0)
+        except IndexError:  # another thread ran the last
+            return
+        try:
+            action()
+        except Exception:  # the work that just ended must not fail for it
+            log.exception("closing after the work under way ended failed")
 
 
 def inside_here() -> bool:
     """Whether this thread is inside database work."""
-    return _work_here().depth > 0
+    return bool(here().tokens)
 
 
 def never_wait_in_this_thread() -> None:
     """For a thread doing work that others wait for from inside theirs (recall's
     pool): were it to wait for a fork, they would never leave, and the fork would
     wait for them."""
-    _work_here().never_waits = True
+    here().never_waits = True
 
 
 def _before_fork() -> None:
     global _forking
-    mine = 1 if inside_here() else 0  # the forking thread's own work cannot end first
+    mine = here()  # the forking thread's own work cannot end first
     # Held until the fork is made (released after it, in the parent): a thread that
     # never waits for a fork (recall's pool) still waits for this lock, so no work
     # begins between the wait below and the fork.
@@ -108,11 +163,28 @@ def _before_fork() -> None:
     while _forking:  # another thread's fork first
         _state_changed.wait()
     _forking = True
-    if not _state_changed.wait_for(lambda: _threads_inside == mine, FORK_WAIT_S):
+    if not _wait_for_others(mine):
         log.warning(
             "forking while %d other threads are still inside database work after %g s: the "
-            "child cannot use the databases they have open", _threads_inside - mine, FORK_WAIT_S,
+            "child cannot use the databases they have open", _others_inside(mine), FORK_WAIT_S,
         )
+
+
+def _wait_for_others(mine: Work) -> bool:
+    """Wait (with ``_lock`` held, released while waiting) until no other thread is
+    inside database work; False after ``FORK_WAIT_S``. Woken when work ends, and
+    every ``_FORK_POLL_S`` for the marks that dropped themselves, which wake no one."""
+    end = time.monotonic() + FORK_WAIT_S
+    while _others_inside(mine):
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        _state_changed.wait(min(left, _FORK_POLL_S))
+    return True
+
+
+def _others_inside(mine: Work) -> int:
+    return sum(1 for work in list(_works) if work.tokens and work is not mine)
 
 
 def _after_fork_in_parent() -> None:
@@ -123,11 +195,16 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _lock, _state_changed, _threads_inside, _forking
+    global _lock, _state_changed, _forking
     # Only this thread exists here: the others' work is gone with them.
     _lock = threading.Lock()
     _state_changed = threading.Condition(_lock)
-    _threads_inside = 1 if inside_here() else 0
+    mine = here()
+    for work in list(_works):
+        if work is not mine:
+            work.tokens.clear()
+            work.calls.clear()
+            work.after.clear()
     _forking = False
     for lock in list(_locks):
         lock._lock = threading.Lock()

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import embedding, retrieval, transfer
+from . import _closing, embedding, retrieval, transfer
 from ._backfill import Backfill, embed_all
 from .consolidate import SleepMixin
 from .core.consolidation import SHARED_SESSION, SleepPolicy
@@ -141,17 +141,18 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         except BaseException:
             store.close()
             raise
-        self._start(store, slot, gap, policy, idle, backfill=None)
+        self._start(store, slot, gap, policy, idle, backfill=None, gate=None)
         if self._auto_backfill:
             self._backfill.start()
 
     def _start(
         self, store: SQLiteStore, slot: embedding.EmbedderSlot, gap: float, policy: SleepPolicy, idle: float | None,
-        backfill: Backfill | None,
+        backfill: Backfill | None, gate: _closing.Gate | None,
     ) -> None:
-        """Take up ``store`` and the model in ``slot``; with ``backfill``, another
-        instance's, which owns all three (see :meth:`_for_session`)."""
+        """Take up ``store`` and the model in ``slot``; with ``backfill`` and ``gate``,
+        another instance's, which owns all three (see :meth:`_for_session`)."""
         self._store, self._owns_store = store, backfill is None
+        self._gate = _closing.Gate(str(store.path)) if gate is None else gate
         self.db_path = Path(store.path)
         self._embedder = slot
         self._init_episodic(gap)
@@ -170,11 +171,14 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         sibling = Mnemosyne.__new__(Mnemosyne)
         sibling.dedupe_window, sibling._auto_backfill = self.dedupe_window, self._auto_backfill
         sibling.session_id = self._check_own_session(session_id, self.db_path, self._store.busy_timeout)
-        sibling._start(self._store, self._embedder, self.episode_gap, self.sleep_policy, None, self._backfill)
+        sibling._start(
+            self._store, self._embedder, self.episode_gap, self.sleep_policy, None, self._backfill, self._gate
+        )
         return sibling
 
     # -- writing --------------------------------------------------------------------
 
+    @_closing.call
     def remember(
         self,
         content: str,
@@ -210,6 +214,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         )
         return self._insert([memory])[0]
 
+    @_closing.call
     def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories in one transaction; return their ids in order.
 
@@ -257,6 +262,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
                 )
         return self._insert(prepared) if prepared else []
 
+    @_closing.call
     def update(
         self,
         memory_id: str,
@@ -286,6 +292,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         self._touch_auto_sleep()
         return updated
 
+    @_closing.call
     def forget(self, memory_id: str) -> None:
         """Delete a memory from every index, leaving only a tombstone in the audit log.
 
@@ -296,6 +303,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     # -- reading --------------------------------------------------------------------
 
+    @_closing.call
     def recall(
         self,
         query: str,
@@ -342,10 +350,12 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         # context=N attaches each hit's neighbouring events; ranking is unchanged.
         return self._attach_context(results, context) if context else results
 
+    @_closing.call
     def get(self, memory_id: str) -> Memory | None:
         """The memory with this id if it is visible from this session, else None."""
         return self._store.get(check_label(memory_id, "memory_id"), self.session_id)
 
+    @_closing.call
     def get_stats(self) -> Stats:
         """Counts, size, schema version and maintenance times for this database."""
         counts = self._store.counts()
@@ -367,6 +377,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     # -- moving data ----------------------------------------------------------------
 
+    @_closing.call
     def export_jsonl(self, path: str | Path, *, progress: Progress | None = None) -> int:
         """Write the whole database (all sessions) to a JSON Lines file; return how
         many memories it holds.
@@ -400,6 +411,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
         with contextlib.closing(self._store.iter_dump()) as records:
             return transfer.write_jsonl(records, target, report)
 
+    @_closing.call
     def import_jsonl(
         self, path: str | Path, *, progress: Progress | None = None, embedding_progress: Progress | None = None
     ) -> int:
@@ -443,6 +455,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     # -- embeddings -----------------------------------------------------------------
 
+    @_closing.call
     def backfill_vectors(self, progress: Progress | None = None) -> int:
         """Embed memories stored without a vector (the embedder was down); return how many.
 
@@ -471,6 +484,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
             return f"embedder {slot.description} is failing" + (f" ({slot.failure})" if slot.failure else "")
         return f"no embedder can make them here ({slot.description})"
 
+    @_closing.call
     def reembed(
         self, embedder: str | Embedder, progress: Progress | None = None
     ) -> int:
@@ -512,6 +526,7 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     # -- health ---------------------------------------------------------------------
 
+    @_closing.call
     def doctor(self, repair: bool = False) -> DoctorReport:
         """Check the database (integrity, schema, index/row consistency, audit coverage).
 
@@ -529,11 +544,28 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
     # -- lifecycle ------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the database connections. The instance can't be used afterwards."""
+        """Close the database connections. The instance can't be used afterwards.
+
+        Calls under way in other threads finish first (see :mod:`mnemosyne._closing`);
+        from inside a call of this thread (a signal handler), the close finishes when
+        that call ends.
+        """
+        if not self._owns_store:  # a sibling session: the instance it came from closes
+            self._stop_auto_sleep()
+            return
+        self._gate.close(self._finish_closing, self._halt_background)
+
+    def _halt_background(self) -> None:
+        """Tell background work to stop at its next step, without waiting for it: an
+        auto-sleep's backfill then stops after its batch, as a background one does."""
+        if self._auto_sleeper is not None:
+            self._auto_sleeper.halt()
+        self._backfill.halt()
+
+    def _finish_closing(self) -> None:
         self._stop_auto_sleep()
-        if self._owns_store:
-            self._backfill.stop()
-            self._store.close()
+        self._backfill.stop()
+        self._store.close()
 
     def __enter__(self) -> Mnemosyne:
         return self
@@ -548,6 +580,13 @@ class Mnemosyne(EpisodicMixin, SleepMixin):
 
     def __repr__(self) -> str:
         return f"Mnemosyne(session_id={self.session_id!r}, db_path={str(self.db_path)!r})"
+
+    # Methods of the mixins, passing the gate too. episode() is not: its block is the
+    # caller's code, and the database work at its ends is what close() finds under way.
+    episodes = _closing.call(EpisodicMixin.episodes)
+    timeline = _closing.call(EpisodicMixin.timeline)
+    sleep = _closing.call(SleepMixin.sleep)
+    undo_sleep = _closing.call(SleepMixin.undo_sleep)
 
     # -- internals ------------------------------------------------------------------
 

@@ -85,9 +85,12 @@ class Database:
         # server runs calls on worker threads that come and go, and each would
         # otherwise leave a connection (two open files) behind until close().
         self._ended: deque[sqlite3.Connection] = deque()
-        # How many operations each connection is inside: close() must not pull one
+        # The operations each connection is inside, one mark each (see _fork; a
+        # connection with none, or an empty set, is idle): close() must not pull one
         # out from under a thread that is using it (that crashed the interpreter).
-        self._in_use: dict[sqlite3.Connection, int] = {}
+        # Marks, not a count, so that an exception landing anywhere, even in the
+        # code that keeps them, cannot leave one counted for ever.
+        self._in_use: dict[sqlite3.Connection, set[_fork.Mark[_fork.Token]]] = {}
         self._closed = False
         # The file the first connection opened (device, inode). Later connections
         # never create one, and a write checks it is still the file at the path: one
@@ -106,11 +109,13 @@ class Database:
             # The mark lives only in this thread's local storage, which dies with the
             # thread: its weak reference then hands the connection over to be closed.
             # Not closed right there: it must be closed inside database work (_using),
-            # which a fork waits for.
+            # which a fork waits for. Listed before the thread holds it: interrupted in
+            # between, the mark dies at once and the connection is closed as an ended
+            # thread's.
             mark, ended = _ThreadMark(), self._ended
-            self._local.conn, self._local.mark, self._local.wait_ms = conn, mark, -1
             with self._all_lock:
                 self._all[conn] = weakref.ref(mark, lambda _: ended.append(conn))
+            self._local.conn, self._local.mark, self._local.wait_ms = conn, mark, -1
         return conn
 
     def _open(self) -> sqlite3.Connection:
@@ -183,32 +188,43 @@ class Database:
     def _using(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, marked in use until the block ends; closed then if
         the database was closed meanwhile."""
-        work = _fork.enter()
+        # This use is marked with one token (see _fork); the finally takes back the
+        # marks made, and any it could not, an exception having landed first, go with
+        # the token when this frame does.
+        work, use = _fork.here(), _fork.Token()
+        working, conn, held = _fork.mark(use, work.tokens), None, None
         try:
+            _fork.enter(work, working)
             if self._ended:
                 self._close_ended()
             conn = self.connect()
             with self._all_lock:
                 if self._closed:
                     raise StorageError(f"{self.path} is closed; open a new Mnemosyne instance", self.path)
-                self._in_use[conn] = self._in_use.get(conn, 0) + 1
-            try:
-                yield conn
-            finally:
-                self._done_with(conn)
+                users = self._in_use.setdefault(conn, set())
+                held = _fork.mark(use, users)
+                users.add(held)
+            yield conn
         finally:
-            _fork.leave(work)
+            try:
+                if conn is not None and held is not None:
+                    self._done_with(conn, held)
+            finally:
+                _fork.leave(work, working)
 
-    def _done_with(self, conn: sqlite3.Connection) -> None:
+    def _done_with(self, conn: sqlite3.Connection, held: _fork.Mark[_fork.Token]) -> None:
         if conn in _left_by_parent:  # in a forked child, by the thread that forked
             return
         with self._all_lock:
-            depth = self._in_use.pop(conn) - 1
-            if depth:
-                self._in_use[conn] = depth
-            last_user = not depth and self._closed and conn in self._all
+            users = self._in_use.get(conn)
+            if users is not None:
+                users.discard(held)
+                if not users:
+                    del self._in_use[conn]
+            idle = not users
+            last_user = idle and self._closed and conn in self._all
             # A read its thread left open (a dump generator read on elsewhere) ends here.
-            thread_ended = not depth and conn in self._all and self._all[conn]() is None
+            thread_ended = idle and conn in self._all and self._all[conn]() is None
             if last_user or thread_ended:
                 del self._all[conn]
         if last_user:
@@ -225,7 +241,7 @@ class Database:
             except IndexError:  # none left (another thread may have taken the last)
                 return
             with self._all_lock:
-                if conn in self._in_use or self._all.pop(conn, None) is None:  # in use, or closed meanwhile
+                if self._in_use.get(conn) or self._all.pop(conn, None) is None:  # in use, or closed meanwhile
                     continue
             try:
                 conn.close()
@@ -418,12 +434,14 @@ class Database:
     def close(self) -> None:
         """Close every thread's connection: idle ones now, one in use when its thread's
         operation ends (later operations raise :class:`StorageError`)."""
-        work = _fork.enter()
+        work, token = _fork.here(), _fork.Token()
+        working = _fork.mark(token, work.tokens)
         try:
+            _fork.enter(work, working)
             with self._all_lock:
                 self._closed = True
-                idle = [conn for conn in self._all if conn not in self._in_use]
-                self._all = {conn: mark for conn, mark in self._all.items() if conn in self._in_use}
+                idle = [conn for conn in self._all if not self._in_use.get(conn)]
+                self._all = {conn: mark for conn, mark in self._all.items() if self._in_use.get(conn)}
                 self._ended.clear()
             for conn in idle:
                 try:
@@ -431,7 +449,7 @@ class Database:
                 except sqlite3.Error:
                     pass
         finally:
-            _fork.leave(work)
+            _fork.leave(work, working)
 
     def _forget_parent(self, parent_inside_a_transaction: bool) -> None:
         """In a forked child: stop using the parent's connections.
@@ -463,7 +481,7 @@ _left_by_parent: set[sqlite3.Connection] = set()
 
 def _forget_parent_connections() -> None:
     databases = list(_databases)
-    busy = {db._file for db in databases if db._in_use and db._file is not None}
+    busy = {db._file for db in databases if any(db._in_use.values()) and db._file is not None}
     _files_forked_mid_transaction.update(busy)
     for db in databases:
         db._forget_parent(parent_inside_a_transaction=db._file in busy)
