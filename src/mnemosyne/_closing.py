@@ -18,6 +18,7 @@ exception landing anywhere cannot leave a call counted for ever.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import time
@@ -59,6 +60,8 @@ class Gate:
         The thread's mark is made before the gate's and dropped after it: a close()
         from this thread (a signal handler) that finds the call in the gate finds it in
         the thread too, and is put off rather than wait for it."""
+        if work.after and not work.inside:  # put off by a call whose end an exception cut short
+            _fork.run_after(work)
         nested = bool(work.calls)  # a call made by a call under way: it must be able to finish
         work.calls.add(_fork.mark(token, work.calls))
         self._calls.add(_fork.mark(token, self._calls))  # then closing: close() sees the call, or it closing
@@ -101,6 +104,14 @@ class Gate:
                             self.path, len(self._calls), CLOSE_WAIT_S)
                 logged = True
             time.sleep(_POLL_S)
+
+
+@atexit.register
+def _finish_closes_put_off() -> None:
+    """Finish the closes this thread put off that no later call came to finish: the
+    ``SystemExit`` of a signal handler that landed in the very end of a call cuts
+    short the code that would have (the process is out of every call by now)."""
+    _fork.run_after(_fork.here())
 
 
 def call(method: F) -> F:

@@ -13,7 +13,7 @@ So:
 - :func:`enter` and :func:`leave` bracket database work. A fork waits until no other
   thread is inside such work (for at most ``FORK_WAIT_S``), and threads about to
   start some wait until the fork is made.
-- :class:`Lock` is a lock that a forked child finds unlocked, whoever held it.
+- :func:`Lock` makes a lock that a forked child finds unlocked, whoever held it.
 
 The record of what a thread is inside (:class:`Work`) must stay right when an
 exception lands anywhere, in it or in the code that updates it: a Ctrl-C caught by a
@@ -32,13 +32,15 @@ What the parent's connections leave in the child is dealt with beside them, in
 
 from __future__ import annotations
 
+import _thread
 import logging
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from types import TracebackType
+
+from .errors import MnemosyneError
 
 log = logging.getLogger("mnemosyne.fork")
 
@@ -137,7 +139,7 @@ def run_after(work: Work) -> None:
             return
         try:
             action()
-        except Exception:  # the work that just ended must not fail for it
+        except MnemosyneError:  # the work that just ended must not fail for it
             log.exception("closing after the work under way ended failed")
 
 
@@ -207,32 +209,29 @@ def _after_fork_in_child() -> None:
             work.after.clear()
     _forking = False
     for lock in list(_locks):
-        lock._lock = threading.Lock()
+        if lock.locked():  # by a thread that is not here
+            lock.release()
 
 
-class Lock:
+LockType = _thread.LockType
+
+
+def Lock() -> LockType:  # noqa: N802 - made and used as threading.Lock() is
     """A ``threading.Lock`` that a forked child finds unlocked.
 
     The thread holding it at the fork does not exist in the child, and would never
     release it there. What the lock guards must stay usable if a thread stops
     anywhere inside: short updates, or work that is redone when found unfinished.
+
+    The lock itself, not a wrapper: ``with`` takes and releases it in C, so an
+    exception from a signal handler cannot land between taking it and the block
+    that releases it (a Python ``__enter__`` left it held for ever).
     """
-
-    __slots__ = ("_lock", "__weakref__")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        _locks.add(self)
-
-    def __enter__(self) -> bool:
-        return self._lock.acquire()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._lock.release()
+    lock = threading.Lock()
+    _locks.add(lock)
+    return lock
 
 
-_locks: weakref.WeakSet[Lock] = weakref.WeakSet()
+_locks: weakref.WeakSet[LockType] = weakref.WeakSet()
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)

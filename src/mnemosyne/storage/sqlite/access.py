@@ -72,7 +72,7 @@ class AccessRecorder:
 
 
 def _flush(
-    db: Database, pending: dict[str, list[float]], lock: _fork.Lock, lock_wait: float, max_pending: int
+    db: Database, pending: dict[str, list[float]], lock: _fork.LockType, lock_wait: float, max_pending: int
 ) -> bool:
     with lock:
         batch = dict(pending)
@@ -118,7 +118,7 @@ def _forget_the_parents_hits() -> None:
 os.register_at_fork(after_in_child=_forget_the_parents_hits)
 
 
-def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: _fork.Lock) -> None:
+def _flush_left_over(db: Database, pending: dict[str, list[float]], lock: _fork.LockType) -> None:
     """The last flush of a recorder dropped without close(), or still open at exit."""
     if pending and not db.closed:
         _flush(db, pending, lock, lock_wait=1.0, max_pending=len(pending))

@@ -394,9 +394,11 @@ class Database:
         )
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
-        if not conn.in_transaction or conn in _left_by_parent:
-            return
         try:
+            # A transaction whose block an exception left suspended is rolled back
+            # when it is collected, maybe after close() closed its connection.
+            if not conn.in_transaction or conn in _left_by_parent:
+                return
             conn.execute("ROLLBACK")
         except sqlite3.Error:
             # The connection is in an unknown state: drop it; the next call on this
