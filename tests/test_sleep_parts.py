@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemosyne import LeaseHeldError, Mnemosyne
+from mnemosyne import LeaseHeldError, Mnemosyne, StorageError
 from mnemosyne.core.consolidation import Link, NewRecord, Plan
 from mnemosyne.core.hold_back import ties
 from mnemosyne.core.plan_parts import split_plan
@@ -229,7 +229,7 @@ _LONG_SLEEPER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import mnemosyne.consolidate as consolidate
-from mnemosyne import LeaseHeldError, Mnemosyne
+from mnemosyne import LeaseHeldError, Mnemosyne, StorageError
 consolidate.LEASE_TTL = 1.0
 mem = Mnemosyne(session_id="agent", db_path=sys.argv[2], embedder="none")
 original = mem._sleeper.snapshot
@@ -323,7 +323,7 @@ def test_close_lets_a_sleep_under_way_in_another_thread_finish_and_release_its_l
         mem.sleep()
 
 
-def test_closing_from_inside_the_sleeping_thread_does_not_wait_for_itself(tmp_path: Path):
+def test_closing_from_inside_the_sleeping_thread_closes_once_that_sleep_has_finished(tmp_path: Path):
     db = tmp_path / "m.db"
     fill(db)
     mem = Mnemosyne(session_id="agent", db_path=db, embedder="none")
@@ -334,12 +334,13 @@ def test_closing_from_inside_the_sleeping_thread_does_not_wait_for_itself(tmp_pa
         return original()
 
     mem._sleeper.snapshot = close_then_snapshot
-    done = threading.Event()
-
-    def sleep() -> None:
-        with pytest.raises(Exception, match="closed"):
-            mem.sleep()
-        done.set()
-
-    threading.Thread(target=sleep, daemon=True).start()
-    assert done.wait(60), "close() inside a sleep waited for that sleep for ever"
+    reports = []
+    sleeper = threading.Thread(target=lambda: reports.append(mem.sleep()), daemon=True)
+    sleeper.start()
+    sleeper.join(60)
+    assert not sleeper.is_alive(), "close() inside a sleep waited for that sleep for ever"
+    assert reports and reports[0].changed_rows > 0  # the sleep under way finished
+    with pytest.raises(StorageError, match="closed"):
+        mem.recall("anything")
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none") as again:
+        again.sleep()  # its lease was released

@@ -25,11 +25,9 @@ import socket
 import threading
 import time
 import weakref
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -285,7 +283,6 @@ class SleepMixin:
     """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
 
     _store: Any
-    _owns_store: bool
     session_id: str
     sleep_policy: SleepPolicy
     _auto_sleeper: AutoSleeper | None = None
@@ -306,9 +303,6 @@ class SleepMixin:
     def _init_sleep(self, policy: SleepPolicy, idle: float | None) -> None:
         self.sleep_policy = policy
         self._sleeper = SleepStore(self._store)
-        # One per store: a session's instance over this one's store (``_for_session``)
-        # sleeps on it too, and closing the store must wait for that sleep as well.
-        self._under_way = _UNDER_WAY.setdefault(self._store, _UnderWay())
         if idle is not None:
             # The thread holds the instance only while it sleeps: one dropped without
             # close() is collected (its files closed), and its auto-sleep ends.
@@ -352,13 +346,6 @@ class SleepMixin:
         dry_run: bool = False,
         stop: threading.Event | None = None,
     ) -> SleepReport:
-        with self._under_way.running(self._store.path):
-            return self._sleep_now(summariser, summariser_timeout, policy, dry_run, stop)
-
-    def _sleep_now(
-        self, summariser: Summariser | None, summariser_timeout: float, policy: SleepPolicy | None, dry_run: bool,
-        stop: threading.Event | None,
-    ) -> SleepReport:
         report = run_sleep(
             self._sleeper, _check_policy(policy, "policy") or self.sleep_policy, summariser=summariser,
             summariser_timeout=summariser_timeout, vectors=self._sleep_vectors, dry_run=dry_run, stop=stop,
@@ -397,52 +384,8 @@ class SleepMixin:
             self._auto_sleeper.touch()
 
     def _stop_auto_sleep(self) -> None:
-        """Before the store closes: stop auto-sleep at its next step, let a sleep under
-        way in another thread finish, and refuse new ones."""
-        if self._auto_sleeper is not None:
-            self._auto_sleeper.halt()
-        if self._owns_store:
-            self._under_way.close()
         if self._auto_sleeper is not None:
             self._auto_sleeper.stop()
-
-
-class _UnderWay:
-    """The sleeps running on one instance, so that close() lets them finish: a store
-    closed under a sleep left its lease held, and every process's sleep of the
-    database was refused until the lease ran out (two minutes)."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._threads: Counter[int] = Counter()
-        self._closing = False
-
-    @contextmanager
-    def running(self, path: object) -> Iterator[None]:
-        me = threading.get_ident()
-        with self._changed:
-            if self._closing:
-                raise StorageError(f"{path} is closed; open a new Mnemosyne instance", str(path))
-            self._threads[me] += 1
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._threads[me] -= 1
-                self._threads += Counter()  # drop the threads no longer sleeping
-                self._changed.notify_all()
-
-    def close(self) -> None:
-        """Refuse new sleeps and wait for those of other threads to end. A sleep of
-        this thread (close() called inside it, from a signal handler say) cannot be
-        waited for: it goes on, and fails at its next step on the closed store."""
-        me = threading.get_ident()
-        with self._changed:
-            self._closing = True
-            self._changed.wait_for(lambda: not set(self._threads) - {me})
-
-
-_UNDER_WAY: weakref.WeakKeyDictionary[Any, _UnderWay] = weakref.WeakKeyDictionary()
 
 
 def _check_policy(policy: object, name: str) -> SleepPolicy | None:
