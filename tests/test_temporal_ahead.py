@@ -106,6 +106,12 @@ def test_a_day_ahead_named_from_today_is_searched_as_its_dates(query: str, dates
     assert time_window(query, NOW) is None
 
 
+def test_memories_made_a_year_before_a_date_without_its_year_are_about_an_earlier_one():
+    assert dates_ahead("what do I have tomorrow", NOW).made_after == datetime(2025, 11, 28, tzinfo=timezone.utc)
+    assert dates_ahead("anything in December", NOW).made_after == datetime(2025, 12, 1, tzinfo=timezone.utc)
+    assert dates_ahead("the launch on 2027-02-20", NOW).made_after is None  # its year said: any time
+
+
 def test_next_month_is_searched_as_its_names():
     assert set(dates_ahead("what is due next month", NOW).forms) == {"december", "dec"}
 
@@ -124,6 +130,7 @@ def test_a_question_about_tomorrow_or_next_week_finds_the_memories_that_mention_
             {"content": "Dentist appointment with Dr. Okafor on December 3 at 10:30.",
              "created_at": NOW - timedelta(days=7)},
         ])
+        mem.remember("The boiler was serviced on November 28.", created_at=NOW - timedelta(days=370))
         mem.remember_many({"content": f"Shopping list {i}: milk, bread and eggs.",
                            "created_at": NOW - timedelta(days=i, hours=5)} for i in range(40))
         assert [m.id for m in mem.recall("what do I have tomorrow", now=NOW)] == [boiler]

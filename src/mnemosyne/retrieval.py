@@ -109,6 +109,9 @@ def search(
     only_ahead = bool(ahead.forms) and window is None and asks_only_when(query)
     if only_ahead:
         terms = list(ahead.forms)
+        if ahead.made_after is not None:  # those made a year before are about an earlier one
+            since = max(ahead.made_after.timestamp(), -math.inf if filters.since is None else filters.since)
+            filters = dataclasses.replace(filters, since=since)
     # One about nothing but who said it (and when: "what did ci-bot say yesterday")
     # by what that source said (then), listed alike: not by what others said of it.
     # A pronoun that speaks names a chat role: "what did I tell you yesterday" asks

@@ -59,10 +59,17 @@ _PAST_TENSE = re.compile(r"\b(?:did|didn't|happened|was|wasn't|were|weren't|went
 class DatesAhead(NamedTuple):
     """The dates ahead of now that a query names, as memories may write them
     (phrases of the text index's tokens: "december 3", "3rd of dec", "2026 12 03"),
-    and the query without them (lower case)."""
+    and the query without them (lower case).
+
+    ``made_after``: a memory that writes a day or month without its year means the
+    next one after it was made, so one made a year or more before the first date
+    named is about an earlier one ("the boiler was serviced on November 28" a year
+    ago). None when the query names a date with its year, or none at all.
+    """
 
     forms: tuple[str, ...]
     rest: str
+    made_after: datetime | None = None
 
 
 def dates_ahead(query: str, now: datetime) -> DatesAhead:
@@ -80,6 +87,8 @@ def dates_ahead(query: str, now: datetime) -> DatesAhead:
     text = readable(query)
     seen = text  # each date's words are read once: "December 3, 2026" is not also "December 3"
     forms: list[str] = []
+    named: list[tuple[int, int, int | None]] = []
+    with_year = False
     past = _PAST_TENSE.search(text) is not None
     for expression, date_of in _DATES:
         for match in expression.finditer(seen):
@@ -88,17 +97,34 @@ def dates_ahead(query: str, now: datetime) -> DatesAhead:
             ahead = None if date is None or (past and date[0] is None) else _ahead(now, *date)
             if ahead is not None:
                 forms.extend(_written_forms(*ahead, holiday=match.group(1) if expression is HOLIDAY_WRITTEN else None))
+                with_year = with_year or date is not None and date[0] is not None
+                named.append(ahead)
                 text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
             seen = seen[:match.start()] + " " * (match.end() - match.start()) + seen[match.end():]
     for match in DAYS_AHEAD.finditer(seen):
         dates = _relative_dates_ahead(match, now)
         forms.extend(form for date in dates for form in _written_forms(*date))
+        named.extend(dates)
         # The others' words stay: a memory may say "next month" as the question does
         # ("we go camping next month"). "This weekend" and "this Friday" would be
         # read as a time memories were made in.
         if dates and (match.group(1) or "").startswith("this"):
             text = text[:match.start()] + " " * (match.end() - match.start()) + text[match.end():]
-    return DatesAhead(tuple(dict.fromkeys(forms)), text)
+    made_after = None if with_year or not named else _a_year_before(min(named, key=_first_day), now)
+    return DatesAhead(tuple(dict.fromkeys(forms)), text, made_after)
+
+
+def _first_day(date: tuple[int, int, int | None]) -> tuple[int, int, int]:
+    year, month, day = date
+    return year, month, day or 1
+
+
+def _a_year_before(date: tuple[int, int, int | None], now: datetime) -> datetime:
+    year, month, day = _first_day(date)
+    try:
+        return datetime(year - 1, month, day, tzinfo=now.tzinfo)
+    except ValueError:  # February 29
+        return datetime(year - 1, month, 28, tzinfo=now.tzinfo)
 
 
 def _relative_dates_ahead(match: re.Match[str], now: datetime) -> list[tuple[int, int, int | None]]:
