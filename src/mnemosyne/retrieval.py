@@ -13,6 +13,7 @@ import numpy as np
 
 from . import background
 from .core import lexical, results
+from .core.changes import of_its_speaker, says_a_change
 from .core.context import MAX_GAP_S, WINDOW
 from .core.dates_ahead import dates_ahead
 from .core.dedup import fact_key
@@ -300,6 +301,10 @@ def search(
                       stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain)
         if not listing:
             ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
+            if query_vector is not None and window is None:
+                ranked = results.changed_after(
+                    ranked, _said(store, ranked, facts), store.closeness(r.key for r in ranked), weights.changed_close,
+                    weights.episode_gap_s)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
@@ -355,6 +360,25 @@ def _stated(
             said_at = max(facts[key]["created_at"] for key in (r.key, *r.copies))
             statements[r.key] = results.Statement(fact, said_at, row["session_id"], row["scope"] == "global")
     return statements
+
+
+def _said(store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]) -> dict[int, results.Said]:
+    """Who said each ranked candidate, when its text was last said, and whether it
+    says a change (see ``results.changed_after``)."""
+    contents = store.contents_by_seq(r.key for r in ranked)
+    said = {}
+    for r in ranked:
+        if r.key in contents:
+            row, text = facts[r.key], contents[r.key]
+            said[r.key] = results.Said(
+                said_at=max(facts[key]["created_at"] for key in (r.key, *r.copies)),
+                session_id=row["session_id"],
+                source=row["source"],
+                shared=row["scope"] == "global",
+                personal=of_its_speaker(text),
+                changes=says_a_change(text),
+            )
+    return said
 
 
 def _sources_named(store: SQLiteStore, query: str, filters: Filters, role: str | None) -> tuple[str, ...]:

@@ -442,7 +442,7 @@ _FACT = re.compile(
 # <value>", "We switched <subject> from <old> to <value>". Past tense only (a plan,
 # "we will move to", is no change; "changed to" is read as "is" is, above), one
 # sentence, no question.
-_CHANGE_VERBS = r"(?:moved|migrated|switched|upgraded|downgraded|renamed|changed)"
+CHANGE_VERBS = r"(?:moved|migrated|switched|upgraded|downgraded|renamed|changed)"
 _SUBJECT = r"(?P<subject>[^\W\d_][\w' -]{1,80}?)"
 _TO_VALUE = (
     r"(?:\s+from\s+(?:[^.!?;:\n]|(?<=\w)\.(?=\w)){1,80}?)?\s+to\s+"
@@ -450,11 +450,11 @@ _TO_VALUE = (
 )
 _CHANGED_AFTER = re.compile(
     r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?" + _SUBJECT
-    + r"\s+(?:(?:has|have)\s+)?(?:(?:been|was|were|got)\s+)?" + _CHANGE_VERBS + _TO_VALUE,
+    + r"\s+(?:(?:has|have)\s+)?(?:(?:been|was|were|got)\s+)?" + CHANGE_VERBS + _TO_VALUE,
     re.IGNORECASE,
 )
 _CHANGED_BEFORE = re.compile(
-    r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?(?:(?:we|i)\s+(?:have\s+)?)?" + _CHANGE_VERBS
+    r"^\s*(?:(?:correction|update|actually)\b[:,]?\s+)?(?:(?:we|i)\s+(?:have\s+)?)?" + CHANGE_VERBS
     + r"\s+" + _SUBJECT + _TO_VALUE,
     re.IGNORECASE,
 )

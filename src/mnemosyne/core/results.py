@@ -18,7 +18,7 @@ ranks below the newest one that says otherwise of the same attribute.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 from .dedup import Fact, personal
@@ -129,6 +129,68 @@ def newer_first(ranked: Sequence[Ranked], statements: Mapping[int, Statement], f
         return list(ranked)
     moved = [_rescored(r, score[r.key], demoted[r.key]) if r.key in demoted else r for r in ranked]
     return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
+
+
+class Said(NamedTuple):
+    """When and by whom a result was said, and whether it says a change
+    (``changes.says_a_change``)."""
+
+    said_at: float
+    session_id: str
+    source: str
+    shared: bool
+    personal: bool  # speaks of whoever said it (``changes.of_its_speaker``)
+    changes: bool
+
+
+def changed_after(
+    ranked: Sequence[Ranked], said: Mapping[int, Said], similarity: Callable[[int, int], float], close: float,
+    apart: float,
+) -> list[Ranked]:
+    """``ranked`` (best first) with each result that a newer one, which says a change
+    and is ``close`` to it in meaning, ranks below that one: just below, as its score
+    becomes a hair under the newer one's. Both stay among the results, since what
+    changed is read from the words "now", "moved", "no longer" and a similarity, not
+    from a fact's attribute and value as in ``newer_first``.
+
+    The newer one may change it when both are of one session, or both global. One
+    that speaks of whoever said it ("I moved to Lisbon", "my address") is changed
+    only by its own session and source: another's "I" is another person.
+    ``similarity(a, b)`` is the cosine of two results' vectors; ``apart``, how much
+    later the change must be said (within one episode, talk goes on).
+
+    >>> said = {1: Said(1.0, "a", "user", False, False, False), 2: Said(2.0, "a", "user", False, False, True)}
+    >>> [r.key for r in changed_after([Ranked(1, 0.9, {}), Ranked(2, 0.8, {})], said, lambda a, b: 0.7, 0.6, 0.0)]
+    [2, 1]
+    """
+    score = {r.key: r.score for r in ranked}
+    lowered: dict[int, float] = {}
+    for place, newer in enumerate(ranked):
+        this = said.get(newer.key)
+        if this is None or not this.changes:
+            continue
+        for older in ranked[:place]:
+            that = said.get(older.key)
+            if (
+                that is not None and that.said_at < this.said_at - apart and score[older.key] > score[newer.key]
+                and _may_change(this, that) and similarity(older.key, newer.key) >= close
+            ):
+                score[older.key] = lowered[older.key] = score[newer.key] * _JUST_BELOW
+    if not lowered:
+        return list(ranked)
+    moved = [_rescored(r, score[r.key], score[r.key] / r.score if r.score else _JUST_BELOW)
+             if r.key in lowered else r for r in ranked]
+    return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
+
+
+# What a changed result's score becomes, times the score of the newer one that changed it.
+_JUST_BELOW = 0.999
+
+
+def _may_change(newer: Said, older: Said) -> bool:
+    if newer.personal or older.personal:
+        return newer.session_id == older.session_id and newer.source == older.source
+    return newer.session_id == older.session_id or (newer.shared and older.shared)
 
 
 def _newest_saying(statements: Mapping[int, Statement], key: int, keys: Sequence[int]) -> list[int]:

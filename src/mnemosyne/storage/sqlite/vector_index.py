@@ -379,6 +379,14 @@ class VectorIndex:
             vectors, found_seqs = self._matrix[rows], self._seqs[rows]
         return [(int(seq), float(score)) for seq, score in zip(found_seqs, _dot(vectors, query), strict=True)]
 
+    def closeness(self, seqs: Iterable[int]) -> tuple[list[int], np.ndarray]:
+        """Those of ``seqs`` that have a vector here, and the cosines between them."""
+        with self._lock:
+            rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
+            rows = rows[found]
+            vectors, found_seqs = self._matrix[rows], self._seqs[rows]
+        return [int(seq) for seq in found_seqs], vectors @ vectors.T
+
     def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each wanted seq's row, and whether it is here at all (hold the lock)."""
         rows, found = self._physical(wanted)
