@@ -52,6 +52,37 @@ def test_meaning_alone_must_be_close_to_make_a_result(tmp_path: Path):
         assert mem.recall("favourite ice cream flavour") == []
 
 
+UNRELATED_FACTS = ["The customer is based in Lisbon, Portugal.", "Dana cannot eat peanuts.",
+                   "CI pipeline is green on main.", "Her dog Max is a golden retriever."]
+
+
+def test_a_memory_found_by_unrelated_neighbours_words_alone_is_no_result(tmp_path: Path):
+    # Stored together, the facts are one episode: each one's window holds the others'
+    # words, and "customer" matched every window. Only the fact holding it is meant.
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember_many({"content": fact} for fact in UNRELATED_FACTS)
+        found = [m.content for m in mem.recall("which browser does the customer use")]
+        assert found == [UNRELATED_FACTS[0]]
+
+
+def test_without_vectors_the_neighbours_words_still_find_a_memory(tmp_path: Path):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        mem.remember_many({"content": fact} for fact in UNRELATED_FACTS)
+        found = {m.content for m in mem.recall("which browser does the customer use")}
+        assert found == set(UNRELATED_FACTS[:3])  # within two events of the one holding "customer"
+
+
+def test_a_reply_is_found_by_the_question_beside_it(tmp_path: Path):
+    # The reply alone scores a cosine of 0.14 to the query, and with its question 0.61.
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        start = NOW - timedelta(days=3)
+        mem.remember("user: How long did the concert on Saturday last?", source="user", created_at=start)
+        reply = mem.remember("assistant: Until almost midnight, we left exhausted.", source="assistant",
+                             created_at=start + timedelta(seconds=30))
+        mem.remember("user: Remind me to water the plants.", source="user", created_at=NOW - timedelta(days=1))
+        assert reply in [m.id for m in mem.recall("how long was the concert", now=NOW)]
+
+
 def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
