@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -53,7 +53,6 @@ class Filters:
     statuses: tuple[str, ...] = ("active",)
     valid_at: float | None = None  # hide memories whose valid_until is at or before this
     kinds: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Neighbours(NamedTuple):
