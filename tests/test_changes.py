@@ -189,3 +189,10 @@ def test_who_may_change_whom():
     assert order({1: mine, 2: said(2.0, "b", shared=True, personal=True, changes=True)}) == [1, 2]
     assert order({1: mine, 2: said(2.0, "a", "bot", shared=True, personal=True, changes=True)}) == [1, 2]
     assert order({1: mine, 2: said(2.0, "a", shared=True, personal=True, changes=True)}) == [2, 1]
+
+
+def test_results_past_those_compared_keep_their_place():
+    # Recall compares only its best CHANGES_AMONG results: the others are not in ``said``.
+    ranked = [Ranked(1, 0.9, {}), Ranked(2, 0.8, {}), Ranked(3, 0.7, {})]
+    told = {2: said(2.0), 3: said(3.0, changes=True)}
+    assert [r.key for r in changed_after(ranked, told, lambda a, b: 0.9, 0.6, 0.0)] == [1, 3, 2]

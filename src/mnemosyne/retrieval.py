@@ -51,6 +51,10 @@ EMBEDDED_AT_RECALL = 16
 LATEST_SCANNED = 2_000
 # The statuses default recall searches: a consolidated match counts for what stands for it.
 _CONDENSED_TOO = ("active", "consolidated")
+# Of the best this many results, a newer one that says a change ranks the older one
+# it changed below itself (``results.changed_after``): every pair is compared, and a
+# recall of 10,000 results would compare 50 million.
+CHANGES_AMONG = 100
 # A query may name a source of a database with at most this many. Speakers, agents
 # and tools are few; thousands of sources are identifiers (documents, addresses)
 # that questions do not name, and looking through them would slow every recall.
@@ -302,8 +306,9 @@ def search(
         if not listing:
             ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
             if query_vector is not None and window is None:
+                head = ranked[:CHANGES_AMONG]
                 ranked = results.changed_after(
-                    ranked, _said(store, ranked, facts), store.closeness(r.key for r in ranked), weights.changed_close,
+                    ranked, _said(store, head, facts), store.closeness(r.key for r in head), weights.changed_close,
                     weights.episode_gap_s)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [

@@ -153,6 +153,9 @@ def changed_after(
     changed is read from the words "now", "moved", "no longer" and a similarity, not
     from a fact's attribute and value as in ``newer_first``.
 
+    Only results in ``said`` are compared: those missing from it keep their place
+    among the others.
+
     The newer one may change it when both are of one session, or both global. One
     that speaks of whoever said it ("I moved to Lisbon", "my address") is changed
     only by its own session and source: another's "I" is another person.
