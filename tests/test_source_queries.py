@@ -164,6 +164,15 @@ def test_a_source_named_beside_a_topic_puts_its_own_memories_of_it_first(tmp_pat
 
 
 @EMBEDDERS
+def test_a_source_named_beside_words_no_memory_holds_is_searched_by_its_own_words(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        alex = mem.remember("The user's name is Alex and they work in the Berlin office (CET).", source="user",
+                            created_at=ago(200))
+        mem.remember("Deploys go out on Fridays.", source="assistant", created_at=ago(100))
+        assert [m.id for m in mem.recall("which timezone is the user in", now=NOW)][:1] == [alex]
+
+
+@EMBEDDERS
 def test_the_user_is_listed_only_when_nothing_else_is_asked(tmp_path: Path, embedder):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
         pizza = mem.remember("I like pizza with olives", source="user", created_at=ago(30))

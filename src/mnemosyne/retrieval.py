@@ -129,6 +129,7 @@ def search(
     # holding the topic and those words ("staging logs: the refund endpoint...") fill
     # every list before its own.
     beside = () if speakers or only_when or only_ahead else named
+    with_their_words = terms
     if beside:
         their_words = {word for source in beside for word in _source_words(source)}
         terms = [term for term in terms if term not in their_words] or terms
@@ -178,6 +179,11 @@ def search(
     # One read snapshot for every lookup: they agree with each other (no memory can
     # be forgotten and its seq reused in between), and pay for one transaction.
     with store.snapshot():
+        if beside and searched and searched != with_their_words and not any(
+                store.term_frequencies(searched)[0].values()):
+            # No memory holds the topic's words ("which timezone is the user in"): the
+            # source's are all the query has to find it by ("The user's name is Alex").
+            searched = with_their_words
         frequencies, total = store.term_frequencies(searched) if len(searched) > 1 else ({}, 0)
         # A context window holds WINDOW events, so a term matches about WINDOW times as
         # many windows as memories: under the same postings budget fewer terms find
