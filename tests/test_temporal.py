@@ -65,9 +65,10 @@ def day(month: int, day: int, year: int = 2024) -> datetime:
         ("1 day ago", day(3, 18), day(3, 20)),  # not today...
         ("0 days ago", day(3, 19), day(3, 21)),  # ...unless it is the day named
         ("2 weeks ago", day(2, 28) + timedelta(hours=12), day(3, 12) + timedelta(hours=12)),
-        ("last week", day(3, 12), day(3, 21)),
+        ("last week", day(3, 10), day(3, 21)),  # the calendar week before (from Monday the 11th), and since
         ("in the past month", day(2, 18), day(3, 21)),
-        ("the week before last", day(3, 5), day(3, 12)),  # the eight days before "last week"
+        ("the week before last", day(3, 3), day(3, 11)),  # the calendar week before that, with its eve
+        ("in the last week", day(3, 12), day(3, 21)),  # the past seven days
         ("the month before last", day(1, 1), day(2, 15)),
         ("the year before last", day(1, 1, 2022), day(1, 1, 2023)),
         ("this week", day(3, 18), day(3, 21)),

@@ -41,7 +41,7 @@ from .time_words import (
     IN_MONTH,
     IN_YEAR,
     ISO_DATE,
-    LAST_MONTH_OR_YEAR,
+    LAST_CALENDAR_UNIT,
     LATEST,
     MONTH_DAY,
     MONTH_DAY_YEAR,
@@ -109,7 +109,7 @@ HAPPENING = frozenset("""happen happened happening happens anything something ev
 # after "since").
 _TIMES = (
     CLOCK_AGO, PAST_CLOCK, DAY_MONTH_YEAR, MONTH_DAY_YEAR, ISO_DATE, HOLIDAY_WRITTEN, MONTH_DAY, DAY_MONTH,
-    DAYS_AHEAD, RELATIVE_DAY, WEEKDAY, WEEKEND, LAST_MONTH_OR_YEAR, BEFORE_LAST, AGO, PAST, THIS, IN_MONTH,
+    DAYS_AHEAD, RELATIVE_DAY, WEEKDAY, WEEKEND, LAST_CALENDAR_UNIT, BEFORE_LAST, AGO, PAST, THIS, IN_MONTH,
     IN_YEAR, SINCE_WORDS, RECENT,
 )
 
@@ -333,18 +333,24 @@ def _hours_of(day: datetime, part: str) -> Span:
 
 def _relative_span(text: str, now: datetime) -> Span | NamedTime | None:
     today = midnight(now)
-    if match := LAST_MONTH_OR_YEAR.search(text):
-        # The calendar month or year before this one: said on May 10, "last month"
-        # is April (and, as "in April", a fortnight after it), "last year" is last year.
+    if match := LAST_CALENDAR_UNIT.search(text):
+        # The calendar week, month or year before this one: said on May 10, "last
+        # month" is April (and, as "in April", a fortnight after it), "last year" is
+        # last year. "Last week" also holds the days since (some say it of the past
+        # seven days): said on a Friday, from the Monday eleven days before.
+        if match.group(1) == "week":
+            monday = today - (today.weekday() + 7) * DAY
+            return NamedTime((monday - DAY, today + DAY), (monday, today + DAY))
         if match.group(1) == "month":
             previous = today.replace(day=1) - DAY
             return _date_span(previous.year, previous.month, None, today.tzinfo)
         return _year_span(today.year - 1, today.tzinfo)
     if match := BEFORE_LAST.search(text):
-        # Two of them back, as "last week" (the past eight days), "last month" and
-        # "last year" (calendar ones) are one back.
+        # Two calendar ones back, as "last week", "last month" and "last year" are one
+        # back (a week with the day before it).
         if match.group(1) == "week":
-            return today - 15 * DAY, today - 8 * DAY
+            monday = today - (today.weekday() + 14) * DAY
+            return monday - DAY, monday + 7 * DAY
         if match.group(1) == "month":
             previous = (today.replace(day=1) - DAY).replace(day=1) - DAY
             return _date_span(previous.year, previous.month, None, today.tzinfo)

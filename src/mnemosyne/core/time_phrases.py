@@ -17,7 +17,7 @@ from .time_words import (
     BEFORE_LAST,
     CLOCK_AGO,
     COUNT,
-    LAST_MONTH_OR_YEAR,
+    LAST_CALENDAR_UNIT,
     PAST,
     PAST_CLOCK,
     RECENT,
@@ -40,7 +40,7 @@ _UNSEARCHED = (
 # "where did Caroline move from 4 years ago" (told as "for 4 years"): MRR@10 0.600
 # -> 0.599.
 _ECHOED = (
-    CLOCK_AGO, PAST_CLOCK, RELATIVE_DAY, WEEKDAY, WEEKEND, LAST_MONTH_OR_YEAR, BEFORE_LAST, AGO, PAST, THIS,
+    CLOCK_AGO, PAST_CLOCK, RELATIVE_DAY, WEEKDAY, WEEKEND, LAST_CALENDAR_UNIT, BEFORE_LAST, AGO, PAST, THIS,
 )
 _LONG_COUNT = re.compile(rf"\b{COUNT}\s+(?:week|month|year)s?\b")
 

@@ -101,7 +101,7 @@ PAST_CLOCK = re.compile(rf"\b(?:past|the\s+last|last(?=\s+\d))\s+(?:{COUNT}\s+)?
 # "May" with its capital, "on may 2", "2nd may", "2 of may" or one with a year.
 _MODAL_MAY = re.compile(r"(?<!\b[oO]n )\b(?:\d{1,2}\s+may|may\s+\d{1,2})\b(?!,?\s*\d{4}\b)")
 # Not "the last year" ("in the last year" is the past twelve months, read by PAST).
-LAST_MONTH_OR_YEAR = re.compile(r"(?<!\bthe )\blast\s+(month|year)\b")
+LAST_CALENDAR_UNIT = re.compile(r"(?<!\bthe )\blast\s+(week|month|year)\b")
 # Words that ask for the latest state of something: "what's the latest on the
 # migration", "the most recent deploy", "where did we leave off", "what were we
 # doing", and of "what's the next step" or "what should I do next" the word "next"
