@@ -391,3 +391,14 @@ def test_a_spans_most_important_memories_are_those_a_full_sort_puts_first(
             assert store.most_important(filters, 25) == [r["seq"] for r in first[:25]]
     finally:
         store.close()
+
+
+@EMBEDDERS
+def test_last_week_is_the_calendar_week_before_and_the_days_since(tmp_path: Path, embedder):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        monday = mem.remember("Email from Richard: the Q4 review moved to December 10.", created_at=at(2, 9))
+        # The Friday before: past even a topical question's generous span.
+        mem.remember("Email from Richard: the offsite budget is approved.",
+                     created_at=datetime(2026, 2, 27, 9, tzinfo=timezone.utc))
+        assert [m.id for m in mem.recall("what happened last week", now=NOW)] == [monday]
+        assert mem.recall("what did Richard say last week", now=NOW)[0].id == monday
