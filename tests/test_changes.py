@@ -47,8 +47,8 @@ def test_a_change_in_other_words_ranks_above_the_value_it_changed(tmp_path: Path
             mem.remember(text, created_at=NOW - timedelta(days=days))
         old = mem.remember(older, source="user", created_at=NOW - timedelta(days=90))
         new = mem.remember(newer, source="user", created_at=NOW - timedelta(days=20))
-        found = [m.id for m in mem.recall(query, top_k=5, now=NOW, explain=True)]
-        assert found.index(new) < found.index(old)  # both returned, the newer first
+        found = [m.id for m in mem.recall(query, top_k=5, now=NOW)]
+        assert found.index(new) + 1 == found.index(old)  # the newer takes the older's place, just above it
 
 
 def test_a_change_of_something_else_moves_nothing(tmp_path: Path):
@@ -164,13 +164,23 @@ def order(told: dict[int, Said], close: float = 0.7, apart: float = 0.0) -> list
     return [r.key for r in changed_after(ranked, told, lambda a, b: close, 0.6, apart)]
 
 
-def test_the_older_sinks_just_below_the_change_and_the_rest_keep_their_order():
-    ranked = [Ranked(1, 0.9, {"superseded": 1.0, "score": 0.9}), Ranked(2, 0.7, {}), Ranked(3, 0.5, {})]
+def test_the_change_takes_the_place_of_what_it_changed_and_the_rest_keep_their_order():
+    explained = {"superseded": 1.0, "replaces": 1.0}
+    ranked = [Ranked(1, 0.9, {**explained, "score": 0.9}), Ranked(2, 0.7, {}), Ranked(3, 0.5, {**explained})]
     told = {1: said(1.0), 2: said(2.0), 3: said(3.0, changes=True)}
     moved = changed_after(ranked, told, lambda a, b: 0.9 if {a, b} == {1, 3} else 0.1, 0.6, 0.0)
-    assert [r.key for r in moved] == [2, 3, 1]
-    assert moved[2].score == pytest.approx(0.5, rel=0.01) and moved[2].score < 0.5
-    assert moved[2].components["superseded"] == pytest.approx(moved[2].score / 0.9)
+    assert [r.key for r in moved] == [3, 1, 2]
+    assert moved[0].score == 0.9 and moved[0].components["replaces"] == pytest.approx(0.9 / 0.5)
+    assert moved[1].score == pytest.approx(0.9, rel=0.01) and moved[1].score < 0.9
+    assert moved[1].components["superseded"] == pytest.approx(moved[1].score / 0.9)
+
+
+def test_a_change_of_several_takes_the_place_of_the_best_of_them():
+    ranked = [Ranked(1, 0.9, {}), Ranked(2, 0.8, {}), Ranked(3, 0.7, {}), Ranked(4, 0.2, {})]
+    told = {1: said(1.0), 2: said(2.0), 3: said(3.0), 4: said(4.0, changes=True)}
+    moved = changed_after(ranked, told, lambda a, b: 0.9 if 4 in {a, b} and {a, b} != {3, 4} else 0.1, 0.6, 0.0)
+    assert [r.key for r in moved] == [4, 1, 2, 3]
+    assert moved[0].score == 0.9
 
 
 def test_when_a_change_moves_what_it_changed():

@@ -232,6 +232,7 @@ def fuse(
             "episode": episode[key],
             **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights, key in listing), strict=True)),
             "copies": float(len(copies)),
+            "replaces": 1.0,  # raised to the place of an older result it changes (``results.changed_after``)
             "score": scores[key],
         }
 

@@ -127,7 +127,7 @@ def newer_first(ranked: Sequence[Ranked], statements: Mapping[int, Statement], f
                 demoted[key], score[key] = lowered / score[key] if score[key] else factor, lowered
     if not demoted:
         return list(ranked)
-    moved = [_rescored(r, score[r.key], demoted[r.key]) if r.key in demoted else r for r in ranked]
+    moved = [_rescored(r, score[r.key], by=demoted[r.key]) if r.key in demoted else r for r in ranked]
     return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
 
 
@@ -148,10 +148,12 @@ def changed_after(
     apart: float,
 ) -> list[Ranked]:
     """``ranked`` (best first) with each result that a newer one, which says a change
-    and is ``close`` to it in meaning, ranks below that one: just below, as its score
-    becomes a hair under the newer one's. Both stay among the results, since what
+    and is ``close`` to it in meaning, ranks above, changed by that one: the newer
+    takes its place (its score, if higher: it answers what the older one matched)
+    and the older ranks just below it. Both stay among the results, since what
     changed is read from the words "now", "moved", "no longer" and a similarity, not
-    from a fact's attribute and value as in ``newer_first``.
+    from a fact's attribute and value as in ``newer_first``. ``explain`` shows the
+    newer one's rise as ``replaces``, the older one's fall as ``superseded``.
 
     Only results in ``said`` are compared: those missing from it keep their place
     among the others.
@@ -167,7 +169,8 @@ def changed_after(
     [2, 1]
     """
     score = {r.key: r.score for r in ranked}
-    lowered: dict[int, float] = {}
+    lowered: set[int] = set()
+    raised: set[int] = set()
     for place, newer in enumerate(ranked):
         this = said.get(newer.key)
         if this is None or not this.changes:
@@ -178,11 +181,18 @@ def changed_after(
                 that is not None and that.said_at < this.said_at - apart and score[older.key] > score[newer.key]
                 and _may_change(this, that) and similarity(older.key, newer.key) >= close
             ):
-                score[older.key] = lowered[older.key] = score[newer.key] * _JUST_BELOW
+                if older.key not in lowered:  # its own score, not one a change below gave it
+                    score[newer.key] = max(score[newer.key], score[older.key])
+                    raised.add(newer.key)
+                score[older.key] = score[newer.key] * _JUST_BELOW
+                lowered.add(older.key)
     if not lowered:
         return list(ranked)
-    moved = [_rescored(r, score[r.key], score[r.key] / r.score if r.score else _JUST_BELOW)
-             if r.key in lowered else r for r in ranked]
+    moved = [
+        _rescored(r, score[r.key], "superseded" if r.key in lowered else "replaces")
+        if r.key in lowered | raised else r
+        for r in ranked
+    ]
     return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
 
 
@@ -228,9 +238,13 @@ def _contradicts(older: Fact, newer: Fact) -> bool:
     return not (newer.negated or older.negated)
 
 
-def _rescored(ranked: Ranked, score: float, by: float) -> Ranked:
+def _rescored(ranked: Ranked, score: float, factor: str = "superseded", by: float | None = None) -> Ranked:
+    """``ranked`` at ``score``; explained, the ``factor`` that moved it shows by how
+    much (``by``, by default the ratio of the scores)."""
     components = dict(ranked.components)
-    if components:  # explained: the multiplier shows where the score went
-        components["superseded"] = components.get("superseded", 1.0) * by
+    if components:
+        if by is None:
+            by = score / ranked.score if ranked.score else 1.0
+        components[factor] = components.get(factor, 1.0) * by
         components["score"] = score
     return Ranked(ranked.key, score, components, ranked.copies)
