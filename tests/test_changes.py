@@ -51,6 +51,17 @@ def test_a_change_in_other_words_ranks_above_the_value_it_changed(tmp_path: Path
         assert found.index(new) + 1 == found.index(old)  # the newer takes the older's place, just above it
 
 
+def test_what_matches_the_question_better_than_the_change_stays_below_it(tmp_path: Path):
+    with Mnemosyne(session_id="assistant", db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember("Jane lives at 12 Baker Road, Leeds.", source="user", created_at=NOW - timedelta(days=200))
+        mem.remember("Jane is vegetarian.", source="user", created_at=NOW - timedelta(days=190))
+        old = mem.remember("Lena lives in Berlin.", source="user", created_at=NOW - timedelta(days=150))
+        mem.remember("Reminder: text Lena.", source="reminder", created_at=NOW - timedelta(days=120))
+        new = mem.remember("Lena moved to Lisbon in October.", source="user", created_at=NOW - timedelta(days=40))
+        # Jane's address shares "lives" with the question; the change shares "Lena" alone.
+        assert [m.id for m in mem.recall("where does Lena live", now=NOW)][:2] == [new, old]
+
+
 def test_a_change_of_something_else_moves_nothing(tmp_path: Path):
     with Mnemosyne(session_id="assistant", db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
         diet = mem.remember("Jane is vegetarian.", source="user", created_at=NOW - timedelta(days=90))
