@@ -51,7 +51,7 @@ def test_a_change_in_other_words_ranks_above_the_value_it_changed(tmp_path: Path
         assert found.index(new) + 1 == found.index(old)  # the newer takes the older's place, just above it
 
 
-def test_what_matches_the_question_better_than_the_change_stays_below_it(tmp_path: Path):
+def test_a_change_ranks_where_what_it_changed_ranked_above_other_matches(tmp_path: Path):
     with Mnemosyne(session_id="assistant", db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
         mem.remember("Jane lives at 12 Baker Road, Leeds.", source="user", created_at=NOW - timedelta(days=200))
         mem.remember("Jane is vegetarian.", source="user", created_at=NOW - timedelta(days=190))
