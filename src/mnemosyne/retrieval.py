@@ -51,9 +51,9 @@ EMBEDDED_AT_RECALL = 16
 LATEST_SCANNED = 2_000
 # The statuses default recall searches: a consolidated match counts for what stands for it.
 _CONDENSED_TOO = ("active", "consolidated")
-# Of the best this many results, a newer one that says a change ranks the older one
-# it changed below itself (``results.changed_after``): every pair is compared, and a
-# recall of 10,000 results would compare 50 million.
+# Among the best this many results, a newer one that says a change takes the place
+# of the older one it changed (``results.changed_after``): every pair is compared, and
+# a recall of 10,000 results would compare 50 million.
 CHANGES_AMONG = 100
 # A query may name a source of a database with at most this many. Speakers, agents
 # and tools are few; thousands of sources are identifiers (documents, addresses)

@@ -75,10 +75,10 @@ class Weights:
     superseded: float = 0.75
     # Two results this close in meaning, the newer saying a change ("Lena lives in
     # Berlin.", "Lena moved to Lisbon in October.", 0.64 with the bundled model): the
-    # older ranks below it (``results.changed_after``). With the bundled model, 16 of
-    # 19 such pairs scored 0.6 or more, and 2 of 24 changes of something else about
-    # the same person or service ("Jane is vegetarian.", "Jane moved to Bristol.")
-    # (``tests/test_changes.py``).
+    # newer takes the older's place (``results.changed_after``). With the bundled
+    # model, 16 of 19 such pairs scored 0.6 or more, and 2 of 24 changes of something
+    # else about the same person or service ("Jane is vegetarian.", "Jane moved to
+    # Bristol.") (``tests/test_changes.py``).
     changed_close: float = 0.6
 
 
