@@ -56,7 +56,7 @@ def says_a_change(text: str) -> bool:
     if is_question(text) or _sentences_after_first(text):
         return False
     for match in _CHANGE.finditer(text):
-        before = [word.lower() for word in text[: match.start()].split()[-_BEFORE_VERB:]]
+        before = [word.lower() for word in text[max(0, match.start() - 80): match.start()].split()[-_BEFORE_VERB:]]
         if match["state"]:
             if match["state"].lower() != "now" or not before or before[-1] not in _LOOKING_BACK:
                 return True
