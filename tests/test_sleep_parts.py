@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemosyne import LeaseHeldError, Mnemosyne, StorageError
+from mnemosyne import LeaseHeldError, Mnemosyne, StorageError, _closing
 from mnemosyne.core.consolidation import Link, NewRecord, Plan
 from mnemosyne.core.hold_back import ties
 from mnemosyne.core.plan_parts import split_plan
@@ -321,6 +321,39 @@ def test_close_lets_a_sleep_under_way_in_another_thread_finish_and_release_its_l
         assert fresh.sleep().changed_rows == 0  # no LeaseHeldError for two minutes
     with pytest.raises(Exception, match="closed"):
         mem.sleep()
+
+
+def test_close_ends_a_long_sleep_at_its_next_step_and_the_lease_is_free(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(_closing, "SLEEP_GRACE_S", 0.2)
+    db = tmp_path / "m.db"
+    fill(db)
+    mem = Mnemosyne(session_id="agent", db_path=db, embedder="none")
+    calls = []
+
+    def slow_llm(texts):
+        calls.append(texts)
+        time.sleep(0.1)  # 40 episodes: 4 s
+        return "A summary."
+
+    out: dict[str, object] = {}
+
+    def sleep() -> None:
+        try:
+            out["report"] = mem.sleep(summariser=slow_llm)
+        except Exception as exc:  # the assertions below show it
+            out["error"] = exc
+
+    thread = threading.Thread(target=sleep)
+    thread.start()
+    while not calls:
+        time.sleep(0.01)
+    mem.close()
+    assert not thread.is_alive()
+    assert isinstance(out.get("error"), StorageError), out
+    assert "was closed; the next sleep does the rest" in str(out["error"])
+    assert len(calls) < EPISODES
+    with Mnemosyne(session_id="agent", db_path=db, embedder="none") as fresh:
+        assert fresh.sleep().summaries == EPISODES  # no LeaseHeldError: it was released
 
 
 def test_closing_from_inside_the_sleeping_thread_closes_once_that_sleep_has_finished(tmp_path: Path):

@@ -10,7 +10,8 @@ Every public call of an instance passes its :class:`Gate`. ``close()`` then:
   it would; the ``SystemExit`` of a handler's ``sys.exit()`` unwinds through it, and
   the close is finished there;
 - from any other thread, waits for the calls under way in other threads to finish
-  (at most ``CLOSE_WAIT_S``, logged), then closes.
+  (at most ``CLOSE_WAIT_S``, logged), then closes. A sleep still under way after
+  ``SLEEP_GRACE_S`` is asked to end at its next step (see :class:`Stopping`).
 
 The gate marks each call under way as :mod:`mnemosyne._fork` marks database work: an
 exception landing anywhere cannot leave a call counted for ever.
@@ -38,6 +39,13 @@ log = logging.getLogger("mnemosyne")
 CLOSE_WAIT_S = 30.0
 # A wait this long is logged as it happens: the service looks stuck otherwise.
 _LOG_WAIT_AFTER_S = 5.0
+# How long close() lets a sleep under way in another thread run before asking it to
+# end at its next step (between two summaries, or two parts of its apply: what it
+# applied stands, and the next sleep does the rest). A short sleep finishes; a long
+# one ends well within CLOSE_WAIT_S and releases its lease. Left to fail on the
+# closed database, it held the lease until it expired, and every process's sleep
+# was refused till then.
+SLEEP_GRACE_S = 5.0
 # close() polls rather than waiting on a condition: a condition's lock is one more
 # lock a signal handler could find held by the thread it interrupted.
 _POLL_S = 0.005
@@ -52,6 +60,7 @@ class Gate:
     def __init__(self, path: str) -> None:
         self.path = path
         self.closing = False
+        self.stopping = False  # close() has waited SLEEP_GRACE_S: sleeps under way end early
         self._calls: set[_fork.Mark[_fork.Token]] = set()  # one mark per call under way, any thread
 
     def enter(self, work: _fork.Work, token: _fork.Token) -> None:
@@ -99,11 +108,26 @@ class Gate:
                 log.warning("closing %s while %d calls are still under way after %g s: they fail "
                             "with StorageError", self.path, len(self._calls), CLOSE_WAIT_S)
                 return
+            if waited >= SLEEP_GRACE_S:
+                self.stopping = True
             if waited >= _LOG_WAIT_AFTER_S and not logged:
                 log.warning("closing %s waits for %d calls under way in other threads (at most %g s)",
                             self.path, len(self._calls), CLOSE_WAIT_S)
                 logged = True
             time.sleep(_POLL_S)
+
+
+class Stopping:
+    """The stop signal of a sleep that a gate's close() may end early: it reads as set
+    once close() has waited ``SLEEP_GRACE_S`` for calls under way. A flag, not a
+    ``threading.Event``: setting an event takes a lock, and close() may run in a
+    signal handler that interrupted a thread holding it."""
+
+    def __init__(self, gate: Gate) -> None:
+        self._gate = gate
+
+    def is_set(self) -> bool:
+        return self._gate.stopping
 
 
 @atexit.register

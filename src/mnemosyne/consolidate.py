@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import background
+from . import _closing, background
 from .core.consolidation import Plan, SleepPolicy, consolidation_rule, judge_stored_summaries, plan_consolidation
 from .core.ids import new_id
 from .core.summarise import _cut, split_header
@@ -40,6 +40,7 @@ from .core.timeutil import from_timestamp
 from .core.validation import check_flag, check_seconds, finite_number
 from .errors import DatabaseBusyError, InvalidInputError, LeaseHeldError, StorageError
 from .models import SleepReport
+from .storage.base import StopSignal
 from .storage.sqlite.consolidation import Run, SleepStore
 
 log = logging.getLogger("mnemosyne.sleep")
@@ -62,7 +63,7 @@ def run_sleep(
     vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray] | None] | None = None,
     dry_run: bool = False,
     now: float | None = None,
-    stop: threading.Event | None = None,
+    stop: StopSignal | None = None,
 ) -> SleepReport:
     """One consolidation pass over the whole database; see :meth:`Mnemosyne.sleep`.
 
@@ -88,7 +89,7 @@ def run_sleep(
 def _consolidate(
     sleeper: SleepStore, policy: SleepPolicy, lease: _LeaseKeeper | None, summariser: Summariser | None,
     summariser_timeout: float, vectors: Callable[[Sequence[str]], Mapping[str, np.ndarray] | None] | None,
-    now: float | None, stop: threading.Event | None,
+    now: float | None, stop: StopSignal | None,
 ) -> SleepReport:
     """Snapshot, plan and apply (no lease: a dry run, which applies nothing)."""
     started = time.time()
@@ -283,6 +284,7 @@ class SleepMixin:
     """Sleep on the facade; mixed into :class:`mnemosyne.Mnemosyne`."""
 
     _store: Any
+    _gate: _closing.Gate
     session_id: str
     sleep_policy: SleepPolicy
     _auto_sleeper: AutoSleeper | None = None
@@ -324,7 +326,10 @@ class SleepMixin:
         past ``valid_until``. Nothing is deleted: originals stay, hidden from
         default recall, and :meth:`undo_sleep` reverses the run. Then the text
         indexes' segments are merged, so recall reads fewer of them. Raises
-        :class:`LeaseHeldError` if another process is already sleeping.
+        :class:`LeaseHeldError` if another process is already sleeping, and
+        :class:`StorageError` if the instance was closed while it slept: after
+        ``_closing.SLEEP_GRACE_S``, the sleep ends at its next step, what it
+        applied stands, and the next sleep does the rest.
 
         >>> report = mem.sleep()
         >>> report.active_before, report.active_after, report.id
@@ -335,7 +340,12 @@ class SleepMixin:
         # A longer wait is an OverflowError inside the thread pool.
         timeout = check_seconds(summariser_timeout, "summariser_timeout", positive=True, maximum=threading.TIMEOUT_MAX)
         dry_run = check_flag(dry_run, "dry_run")
-        return self._sleep(summariser=summariser, summariser_timeout=timeout, policy=policy, dry_run=dry_run)
+        try:
+            return self._sleep(summariser=summariser, summariser_timeout=timeout, policy=policy, dry_run=dry_run,
+                               stop=_closing.Stopping(self._gate))
+        except SleepStopped as stopped:
+            path = self._store.path
+            raise StorageError(f"{stopped}: {path} was closed; the next sleep does the rest", path) from None
 
     def _sleep(
         self,
@@ -344,7 +354,7 @@ class SleepMixin:
         summariser_timeout: float = 30.0,
         policy: SleepPolicy | None = None,
         dry_run: bool = False,
-        stop: threading.Event | None = None,
+        stop: StopSignal | None = None,
     ) -> SleepReport:
         report = run_sleep(
             self._sleeper, _check_policy(policy, "policy") or self.sleep_policy, summariser=summariser,

@@ -55,6 +55,12 @@ class Filters:
     kinds: tuple[str, ...] = ()
 
 
+class StopSignal(Protocol):
+    """What long work checks between its steps to end early (a ``threading.Event``)."""
+
+    def is_set(self) -> bool: ...
+
+
 class Neighbours(NamedTuple):
     """The nearest vectors to a query, and the similarity of the ``field_rank``-th
     (where what is not about the query begins; None if not asked)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Generator, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -28,7 +27,7 @@ from ...errors import (
     StorageError,
 )
 from ...models import Memory
-from ..base import NewMemory, Store
+from ..base import NewMemory, StopSignal, Store
 from .access import AccessRecorder
 from .backup_file import manifest_path
 from .cjk_index import index_edited
@@ -310,7 +309,7 @@ class SQLiteStore(SearchReads, ListingReads, ImportRows, VectorRows):
             return 0  # read-only here, or busy: the next open or sleep indexes them
 
     def compact_text_indexes(
-        self, pages_per_step: int = MERGE_PAGES_PER_STEP, stop: threading.Event | None = None
+        self, pages_per_step: int = MERGE_PAGES_PER_STEP, stop: StopSignal | None = None
     ) -> int:
         """Merge the full-text indexes' segments; return the steps taken. ``stop``,
         once set, ends the merging after the current step.
