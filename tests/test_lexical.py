@@ -288,3 +288,22 @@ def test_the_terms_a_memory_holds_are_the_index_s_answer(tmp_path: Path):
             for seq in contents:
                 asked = {term for term in terms if conn.execute(one, (f'"{term}"', seq)).fetchone()}
                 assert held[seq] == asked, contents[seq]
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("How old was I when Alex was born?", "I just turned 32 last month, so a career change is still possible."),
+    ("How long have I been working in my current role?", "That's 3 years and 9 months in the company now."),
+])
+def test_an_answer_written_in_words_its_question_does_not_use_is_found(tmp_path: Path, question: str, answer: str):
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
+        wanted = mem.remember(answer, created_at=NOW)
+        for i, text in enumerate(["Alex is our new intern; he was born in Leeds.", "I like working from the cafe.",
+                                  "The role of the mentor is to listen.", "My old laptop is slow."]):
+            mem.remember(text, created_at=datetime(2026, 5, i + 1, tzinfo=timezone.utc))
+        assert wanted in [m.id for m in mem.recall(question, now=NOW)]
+
+
+def test_the_words_an_answer_is_written_in():
+    assert lexical.answer_words("How old was I when Alex was born?") == ["age", "turned"]
+    assert lexical.answer_words("how long did the move take") == ["years", "months"]
+    assert lexical.answer_words("How many years was Max in the family") == []

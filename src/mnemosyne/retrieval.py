@@ -103,6 +103,7 @@ def search(
     # answer), nor "month" in "any changes this month".
     asked = Worded(ahead.rest, ()) if window is None else relative_times_apart(ahead.rest)
     terms = [*lexical.search_terms(asked.rest), *asked.phrases, *ahead.forms] or lexical.search_terms(query)
+    terms += [word for word in lexical.answer_words(query) if word not in terms]
     # A question about nothing but a time ("what happened last Thursday") is answered
     # by that time's memories alone, listed: not by one that says "Thursday" on a
     # Monday, nor by one that merely reads like an event ("the incident report"), nor
