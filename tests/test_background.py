@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -27,3 +30,35 @@ def test_a_forked_child_gets_a_working_pool():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# A signal lands the moment the pool has started a thread, before it records the
+# thread for the interpreter's exit to stop; its handler raises (a SIGTERM handler's
+# sys.exit(), say).
+SIGNALLED_AS_THE_POOL_STARTS = """
+import os, signal, threading
+from mnemosyne import background
+class Stop(Exception):
+    pass
+def handler(signum, frame):
+    raise Stop
+signal.signal(signal.SIGUSR1, handler)
+original = threading.Thread.start
+def start_then_signal(self):
+    original(self)
+    if self.name.startswith("mnemosyne"):
+        os.kill(os.getpid(), signal.SIGUSR1)
+threading.Thread.start = start_then_signal
+try:
+    background.submit(lambda: None).result()
+except Stop:
+    pass
+threading.Thread.start = original
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="signals cannot be held back here")
+def test_a_handler_raising_as_the_pool_starts_a_thread_does_not_hang_the_exit():
+    # Before: the thread was never stopped, and the process hung at exit.
+    done = subprocess.run([sys.executable, "-c", SIGNALLED_AS_THE_POOL_STARTS], capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
