@@ -291,29 +291,39 @@ def test_a_sleep_whose_lease_was_taken_over_stops_without_writing(tmp_path: Path
 
 # -- close() while sleeping ---------------------------------------------------------
 
-def test_close_lets_a_sleep_under_way_in_another_thread_finish_and_release_its_lease(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(_closing, "SLEEP_GRACE_S", 25.0)  # within the grace, however slow the machine
-    db = tmp_path / "m.db"
-    fill(db)
+def sleeping_in_a_thread(db: Path, llm_delay: float) -> tuple[Mnemosyne, threading.Thread, list, dict]:
+    """An instance on ``db`` sleeping in another thread with a summariser taking
+    ``llm_delay`` a call, once the first call has begun: the instance, the thread,
+    the summariser's calls, and what the sleep returned ("report") or raised ("error")."""
     mem = Mnemosyne(session_id="agent", db_path=db, embedder="none")
-    summarising = threading.Event()
+    calls: list = []
+    out: dict[str, object] = {}
 
     def slow_llm(texts):
-        summarising.set()
-        time.sleep(0.05)
+        calls.append(texts)
+        time.sleep(llm_delay)
         return "A summary."
-
-    out: dict[str, object] = {}
 
     def sleep() -> None:
         try:
             out["report"] = mem.sleep(summariser=slow_llm)
-        except Exception as exc:  # the assertion below shows it
+        except Exception as exc:  # the caller's assertions show it
             out["error"] = exc
 
     thread = threading.Thread(target=sleep)
     thread.start()
-    assert summarising.wait(30)
+    deadline = time.monotonic() + 30
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls, "the sleep never called its summariser"
+    return mem, thread, calls, out
+
+
+def test_close_lets_a_sleep_under_way_in_another_thread_finish_and_release_its_lease(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(_closing, "SLEEP_GRACE_S", 25.0)  # within the grace, however slow the machine
+    db = tmp_path / "m.db"
+    fill(db)
+    mem, thread, _, out = sleeping_in_a_thread(db, 0.05)
     mem.close()  # returns once the sleep has finished
     assert not thread.is_alive()
     thread.join()
@@ -328,26 +338,7 @@ def test_close_ends_a_long_sleep_at_its_next_step_and_the_lease_is_free(tmp_path
     monkeypatch.setattr(_closing, "SLEEP_GRACE_S", 0.2)
     db = tmp_path / "m.db"
     fill(db)
-    mem = Mnemosyne(session_id="agent", db_path=db, embedder="none")
-    calls = []
-
-    def slow_llm(texts):
-        calls.append(texts)
-        time.sleep(0.1)  # 40 episodes: 4 s
-        return "A summary."
-
-    out: dict[str, object] = {}
-
-    def sleep() -> None:
-        try:
-            out["report"] = mem.sleep(summariser=slow_llm)
-        except Exception as exc:  # the assertions below show it
-            out["error"] = exc
-
-    thread = threading.Thread(target=sleep)
-    thread.start()
-    while not calls:
-        time.sleep(0.01)
+    mem, thread, calls, out = sleeping_in_a_thread(db, 0.1)  # 40 episodes: 4 s
     mem.close()
     assert not thread.is_alive()
     assert isinstance(out.get("error"), StorageError), out
