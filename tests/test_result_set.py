@@ -1,17 +1,18 @@
-"""What recall hands back before any sleep: each text once, and of two values of one
-fact the newer first."""
+"""What recall hands back before any sleep: each text once, near copies of one text
+below what says something else, and of two values of one fact the newer first."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mnemosyne import Mnemosyne
 from mnemosyne.core.dedup import fact_key
 from mnemosyne.core.ranking import Ranked
-from mnemosyne.core.results import Statement, copies, newer_first, sharing
+from mnemosyne.core.results import Statement, copies, fewer_alike, newer_first, sharing
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2026, 11, 27, 17, tzinfo=timezone.utc)
@@ -138,6 +139,29 @@ def test_a_listing_keeps_every_value_in_its_own_order(mem: Mnemosyne):
     assert all(m.explanation is not None and m.explanation["superseded"] == 1 for m in found)
 
 
+LOG_LINES = ["Opened src/api/user.py.", "Ran ruff on src/api/user.py: 3 warnings fixed.",
+             "Edited src/api/user.py: added type hints.", "Ran git blame on src/api/user.py.",
+             "Reverted a whitespace change in src/api/user.py."]
+DECISION = ("Decision: email normalisation (lower-casing, stripping +tags) lives in normalize_email() in "
+            "src/api/user.py; never duplicate it in the views.")
+
+
+def test_log_lines_alike_but_for_a_step_number_leave_room_for_what_says_something_else(tmp_path: Path):
+    pytest.importorskip("onnxruntime", reason="the 'local' extra (onnxruntime) is not installed")
+    with Mnemosyne(session_id="coder", db_path=tmp_path / "m.db", embedder="local") as mem:
+        start = NOW - timedelta(days=30)
+        decision = mem.remember(DECISION, source="decision-log", importance=0.9, created_at=start)
+        for step in range(30):  # each of five lines six times, a step number apart (cosine 0.98)
+            mem.remember(f"{LOG_LINES[step % 5]} (step {step})", source="terminal", importance=0.2,
+                         created_at=start + timedelta(hours=step))
+        found = mem.recall("what should I know about src/api/user.py", top_k=10, now=NOW, explain=True)
+        assert decision in [m.id for m in found]  # below one of each line, above their repeats
+        assert {m.content.split(" (step")[0] for m in found[:5]} == set(LOG_LINES)
+        repeats = [m for m in found if m.explanation is not None and m.explanation["alike"] < 1]
+        assert repeats and all(found.index(m) > [m.id for m in found].index(decision) for m in repeats)
+        # Lowered, not left out: every line is still a result when top_k reaches them.
+        assert len(mem.recall("what should I know about src/api/user.py", top_k=40, now=NOW)) == 31
+
 # -- the pure parts -------------------------------------------------------------------
 
 
@@ -199,3 +223,13 @@ def test_each_older_value_sinks_below_the_newest_and_the_rest_keep_their_order()
     assert order(statements, {1: 0.9, 2: 0.8, 3: 0.7, 4: 0.2}) == [3, 4, 1, 2]
     ranked = newer_first([Ranked(1, 0.9, {"superseded": 1.0, "score": 0.9}), Ranked(4, 0.6, {})], statements, 0.75)
     assert ranked[1].components == {"superseded": pytest.approx(0.45 / 0.9), "score": pytest.approx(0.45)}
+
+
+def test_each_result_alike_to_ones_above_it_is_lowered_once_for_each():
+    ranked = [Ranked(1, 1.0, {}), Ranked(2, 0.95, {"score": 0.95}), Ranked(3, 0.9, {}), Ranked(4, 0.7, {})]
+    closeness = np.eye(4)
+    closeness[0, 1] = closeness[1, 0] = closeness[0, 2] = closeness[2, 0] = closeness[1, 2] = closeness[2, 1] = 0.97
+    moved = fewer_alike(ranked, closeness, 0.95, 0.8)
+    assert [(r.key, round(r.score, 3)) for r in moved] == [(1, 1.0), (2, 0.76), (4, 0.7), (3, 0.576)]
+    assert moved[1].components == {"score": pytest.approx(0.76), "alike": pytest.approx(0.8)}
+    assert fewer_alike(ranked, np.full((4, 4), 0.94), 0.95, 0.8) == ranked  # none alike enough: nothing moves

@@ -310,13 +310,19 @@ def search(
         examined = top_k if listing else max(top_k, MIN_CANDIDATES)
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
                       stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain)
+        if not listing and query_vector is not None:
+            head = ranked[:CHANGES_AMONG]
+            closeness = store.closeness([r.key for r in head])
+            ranked = sorted([*results.fewer_alike(head, closeness, weights.alike, weights.alike_factor),
+                             *ranked[len(head):]], key=lambda r: -r.score)
         if not listing:
             ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
             if query_vector is not None and window is None:
                 head = ranked[:CHANGES_AMONG]
+                closeness, row = store.closeness([r.key for r in head]), {r.key: i for i, r in enumerate(head)}
                 ranked = results.changed_after(
-                    ranked, _said(store, head, facts), store.closeness(r.key for r in head), weights.changed_close,
-                    weights.episode_gap_s)
+                    ranked, _said(store, head, facts), lambda a, b: float(closeness[row[a], row[b]]),
+                    weights.changed_close, weights.episode_gap_s)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)

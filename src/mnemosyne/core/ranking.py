@@ -80,6 +80,12 @@ class Weights:
     # else about the same person or service ("Jane is vegetarian.", "Jane moved to
     # Bristol.") (``tests/test_changes.py``).
     changed_close: float = 0.6
+    # A result that reads almost as one ranked above it (cosine ``alike`` or more:
+    # "Opened src/api/user.py. (step 10)", "... (step 35)", 0.98 with the bundled
+    # model) tells a reader little more: its score is multiplied by ``alike_factor``
+    # for each such one above (``results.fewer_alike``).
+    alike: float = 0.95
+    alike_factor: float = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +239,7 @@ def fuse(
             **dict(zip(_FACTORS, _factors(candidates[key], now, window, weights, key in listing), strict=True)),
             "copies": float(len(copies)),
             "replaces": 1.0,  # raised to the place of an older result it changes (``results.changed_after``)
+            "alike": 1.0,  # lowered below a result above it that reads almost the same (``results.fewer_alike``)
             "score": scores[key],
         }
 

@@ -21,6 +21,8 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from .dedup import Fact, personal
 from .ranking import Ranked
 
@@ -128,6 +130,28 @@ def newer_first(ranked: Sequence[Ranked], statements: Mapping[int, Statement], f
     if not demoted:
         return list(ranked)
     moved = [_rescored(r, score[r.key], by=demoted[r.key]) if r.key in demoted else r for r in ranked]
+    return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
+
+
+def fewer_alike(ranked: Sequence[Ranked], closeness: np.ndarray, alike: float, factor: float) -> list[Ranked]:
+    """``ranked`` (best first) with each result that reads almost as one ranked above
+    it (a cosine of ``alike`` or more in ``closeness``, whose rows and columns are
+    ``ranked``'s) multiplied by ``factor`` for each such one, and sorted again: forty
+    log lines alike but for a step number no longer fill a recall before a memory
+    that says something else. All stay among the results; ``explain`` shows the
+    factor as ``alike``.
+
+    >>> closeness = np.array([[1.0, 0.98, 0.1], [0.98, 1.0, 0.1], [0.1, 0.1, 1.0]])
+    >>> [r.key for r in fewer_alike([Ranked(1, 1.0, {}), Ranked(2, 0.9, {}), Ranked(3, 0.8, {})], closeness, 0.95, 0.8)]
+    [1, 3, 2]
+    """
+    alike_above = np.tril(closeness >= alike, k=-1).sum(axis=1)
+    if not alike_above.any():
+        return list(ranked)
+    moved = [
+        _rescored(r, r.score * factor**int(above), "alike", factor**int(above)) if above else r
+        for r, above in zip(ranked, alike_above, strict=True)
+    ]
     return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
 
 

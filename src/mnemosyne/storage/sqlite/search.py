@@ -199,12 +199,11 @@ class SearchReads:
         without a vector are left out."""
         return [] if self._index is None else self._index.similarities(query, seqs)
 
-    def closeness(self, seqs: Iterable[int]) -> Callable[[int, int], float]:
-        """The cosine between two of ``seqs``' vectors (0 where either has none), from
-        the index as the last ``search_vectors`` left it (see :meth:`similarities`)."""
-        found, cosines = ([], np.zeros((0, 0))) if self._index is None else self._index.closeness(seqs)
-        row = {seq: i for i, seq in enumerate(found)}
-        return lambda a, b: float(cosines[row[a], row[b]]) if a in row and b in row else 0.0
+    def closeness(self, seqs: Sequence[int]) -> np.ndarray:
+        """The cosines between ``seqs``' vectors, rows and columns in their order (0
+        where either has none), from the index as the last ``search_vectors`` left it
+        (see :meth:`similarities`)."""
+        return np.zeros((len(seqs), len(seqs))) if self._index is None else self._index.closeness(seqs)
 
     def window_similarities(self, query: np.ndarray, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
         """``(seq, similarity)`` of ``query`` to each memory's episode window of

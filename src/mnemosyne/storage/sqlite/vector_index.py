@@ -379,13 +379,14 @@ class VectorIndex:
             vectors, found_seqs = self._matrix[rows], self._seqs[rows]
         return [(int(seq), float(score)) for seq, score in zip(found_seqs, _dot(vectors, query), strict=True)]
 
-    def closeness(self, seqs: Iterable[int]) -> tuple[list[int], np.ndarray]:
-        """Those of ``seqs`` that have a vector here, and the cosines between them."""
+    def closeness(self, seqs: Iterable[int]) -> np.ndarray:
+        """The cosines between ``seqs``' vectors, rows and columns in their order (0
+        where either has no vector here)."""
         with self._lock:
             rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
-            rows = rows[found]
-            vectors, found_seqs = self._matrix[rows], self._seqs[rows]
-        return [int(seq) for seq in found_seqs], vectors @ vectors.T
+            vectors = np.zeros((len(rows), self._matrix.shape[1]), dtype=self._matrix.dtype)
+            vectors[found] = self._matrix[rows[found]]
+        return vectors @ vectors.T
 
     def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each wanted seq's row, and whether it is here at all (hold the lock)."""
