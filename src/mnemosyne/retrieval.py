@@ -217,7 +217,7 @@ def search(
         query_vector, (dense_hits, field_similarity), dated_hits = (
             _nothing_by_meaning() if by_words_alone
             else by_meaning() if dense_search is None
-            else dense_search.result())
+            else background.result_of(dense_search))
         if beside and query_vector is not None and slot.signature is not None:
             of_theirs = store.search_vectors(query_vector, of_beside, depth, slot.signature).hits
             dense_hits = _best_per_key([*dense_hits, *of_theirs])

@@ -412,7 +412,7 @@ class SQLiteStore(SearchReads, ListingReads, ImportRows, VectorRows):
     def close(self) -> None:
         if not self._db.closed:
             if self._db.reading_here():  # closed from inside an export, say: write from elsewhere
-                background.submit(lambda: self.access.flush(lock_wait=1.0)).result()
+                background.result_of(background.submit(lambda: self.access.flush(lock_wait=1.0)))
             else:
                 self.access.flush(lock_wait=1.0)
         self._db.close()
