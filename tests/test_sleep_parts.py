@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -291,10 +292,13 @@ def test_a_sleep_whose_lease_was_taken_over_stops_without_writing(tmp_path: Path
 
 # -- close() while sleeping ---------------------------------------------------------
 
-def sleeping_in_a_thread(db: Path, llm_delay: float) -> tuple[Mnemosyne, threading.Thread, list, dict]:
+def sleeping_in_a_thread(
+    db: Path, llm_delay: float, then: Callable[[], object] = lambda: None
+) -> tuple[Mnemosyne, threading.Thread, list, dict]:
     """An instance on ``db`` sleeping in another thread with a summariser taking
-    ``llm_delay`` a call, once the first call has begun: the instance, the thread,
-    the summariser's calls, and what the sleep returned ("report") or raised ("error")."""
+    ``llm_delay`` a call (and ``then``), once the first call has begun: the instance,
+    the thread, the summariser's calls, and what the sleep returned ("report") or
+    raised ("error")."""
     mem = Mnemosyne(session_id="agent", db_path=db, embedder="none")
     calls: list = []
     out: dict[str, object] = {}
@@ -302,6 +306,7 @@ def sleeping_in_a_thread(db: Path, llm_delay: float) -> tuple[Mnemosyne, threadi
     def slow_llm(texts):
         calls.append(texts)
         time.sleep(llm_delay)
+        then()
         return "A summary."
 
     def sleep() -> None:
@@ -346,6 +351,27 @@ def test_close_ends_a_long_sleep_at_its_next_step_and_the_lease_is_free(tmp_path
     assert len(calls) < EPISODES
     with Mnemosyne(session_id="agent", db_path=db, embedder="none") as fresh:
         assert fresh.sleep().summaries == EPISODES  # no LeaseHeldError: it was released
+
+
+def test_close_ends_a_sleep_waiting_on_one_long_summariser_call_and_the_lease_is_free(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(_closing, "SLEEP_GRACE_S", 0.2)
+    monkeypatch.setattr(_closing, "CLOSE_WAIT_S", 20.0)  # what close() waits at most for calls under way
+    db = tmp_path / "m.db"
+    fill(db)
+    answer = threading.Event()
+    mem, thread, calls, out = sleeping_in_a_thread(db, 0.0, lambda: answer.wait(60))  # a call that hangs
+    try:
+        mem.close()
+        # Before: the sleep waited out its summariser's 30 s timeout, close() gave up
+        # after its own 20 s, and the sleep failed later on the closed database.
+        assert not thread.is_alive()
+        assert isinstance(out.get("error"), StorageError), out
+        assert "sleep stopped before applying anything" in str(out["error"])
+        assert len(calls) == 1
+        with Mnemosyne(session_id="agent", db_path=db, embedder="none") as fresh:
+            assert fresh.sleep().summaries == EPISODES  # no LeaseHeldError: it was released
+    finally:
+        answer.set()
 
 
 def test_closing_from_inside_the_sleeping_thread_closes_once_that_sleep_has_finished(tmp_path: Path):

@@ -40,11 +40,11 @@ CLOSE_WAIT_S = 30.0
 # A wait this long is logged as it happens: the service looks stuck otherwise.
 _LOG_WAIT_AFTER_S = 5.0
 # How long close() lets a sleep under way in another thread run before asking it to
-# end at its next step (between two summaries, or two parts of its apply: what it
-# applied stands, and the next sleep does the rest). A short sleep finishes; a long
-# one ends well within CLOSE_WAIT_S and releases its lease. Left to fail on the
-# closed database, it held the lease until it expired, and every process's sleep
-# was refused till then.
+# end at its next step (between two summaries, within 0.1 s while it waits for one,
+# or between two parts of its apply: what it applied stands, and the next sleep does
+# the rest). A short sleep finishes; a long one ends well within CLOSE_WAIT_S and
+# releases its lease. Left to fail on the closed database, it held the lease until
+# it expired, and every process's sleep was refused till then.
 SLEEP_GRACE_S = 5.0
 # close() polls rather than waiting on a condition: a condition's lock is one more
 # lock a signal handler could find held by the thread it interrupted.

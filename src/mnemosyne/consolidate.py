@@ -26,8 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -189,21 +188,40 @@ def _summarise(
         for summary in (new for new in plan.created if new.kind == "summary"):
             check_stop()
             future = pool.submit(summariser, summary.condensed_texts)
+            if not _answered(future, timeout, check_stop):
+                fallbacks += 1
+                log.warning("sleep: summariser timed out after %ss; kept the extractive summary", timeout)
+                continue
             try:
-                text = future.result(timeout=timeout)
+                text = future.result()
                 if not isinstance(text, str) or not text.strip():
                     raise ValueError("the summariser returned no text")
                 header, _ = split_header(summary.content)
                 contents[summary.key] = _cut(header + text.strip(), policy.summary_max_chars * 2)
-            except FutureTimeout:
-                fallbacks += 1
-                log.warning("sleep: summariser timed out after %ss; kept the extractive summary", timeout)
             except Exception as exc:  # any failure of user code falls back, never loses the sleep
                 fallbacks += 1
                 log.warning("sleep: summariser failed (%s); kept the extractive summary", exc)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return contents, fallbacks
+
+
+# How often a sleep waiting for its summariser looks whether it should stop: close()
+# asks it to after ``_closing.SLEEP_GRACE_S``, and one call may take the whole
+# summariser timeout (30 s by default, as long as close() waits for calls at all).
+_STOP_POLL_S = 0.1
+
+
+def _answered(future: Future[str], timeout: float, check_stop: Callable[[], None]) -> bool:
+    """Whether the summariser answered (or failed) within ``timeout``, waited for in
+    slices so that a stop between them ends the wait: ``check_stop`` raises. The call
+    itself, user code, runs on in its thread."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        if wait([future], timeout=min(_STOP_POLL_S, left)).done:
+            return True
+        check_stop()
+    return future.done()
 
 
 def _report(run_id: str, started: float, counts: dict[str, int], before: int, after: int, changed: int,
