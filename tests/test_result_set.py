@@ -146,21 +146,23 @@ DECISION = ("Decision: email normalisation (lower-casing, stripping +tags) lives
             "src/api/user.py; never duplicate it in the views.")
 
 
-def test_log_lines_alike_but_for_a_step_number_leave_room_for_what_says_something_else(tmp_path: Path):
+@pytest.mark.parametrize("repeats", [6, 24])  # 24 times five lines: more than a recall's 50 candidates
+def test_log_lines_alike_but_for_a_step_number_leave_room_for_what_says_something_else(tmp_path: Path, repeats: int):
     pytest.importorskip("onnxruntime", reason="the 'local' extra (onnxruntime) is not installed")
     with Mnemosyne(session_id="coder", db_path=tmp_path / "m.db", embedder="local") as mem:
         start = NOW - timedelta(days=30)
         decision = mem.remember(DECISION, source="decision-log", importance=0.9, created_at=start)
-        for step in range(30):  # each of five lines six times, a step number apart (cosine 0.98)
-            mem.remember(f"{LOG_LINES[step % 5]} (step {step})", source="terminal", importance=0.2,
-                         created_at=start + timedelta(hours=step))
+        mem.remember_many(  # each of five lines again and again, a step number apart (cosine 0.98)
+            {"content": f"{LOG_LINES[step % 5]} (step {step})", "source": "terminal", "importance": 0.2,
+             "created_at": start + timedelta(minutes=step)}
+            for step in range(5 * repeats))
         found = mem.recall("what should I know about src/api/user.py", top_k=10, now=NOW, explain=True)
-        assert decision in [m.id for m in found]  # below one of each line, above their repeats
+        ids = [m.id for m in found]
+        assert ids.index(decision) == 5  # below one of each line, above their repeats
         assert {m.content.split(" (step")[0] for m in found[:5]} == set(LOG_LINES)
-        repeats = [m for m in found if m.explanation is not None and m.explanation["alike"] < 1]
-        assert repeats and all(found.index(m) > [m.id for m in found].index(decision) for m in repeats)
+        assert all(m.explanation is not None and m.explanation["alike"] < 1 for m in found[6:])
         # Lowered, not left out: every line is still a result when top_k reaches them.
-        assert len(mem.recall("what should I know about src/api/user.py", top_k=40, now=NOW)) == 31
+        assert len(mem.recall("what should I know about src/api/user.py", top_k=200, now=NOW)) == 5 * repeats + 1
 
 # -- the pure parts -------------------------------------------------------------------
 

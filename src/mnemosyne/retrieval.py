@@ -55,6 +55,13 @@ _CONDENSED_TOO = ("active", "consolidated")
 # of the older one it changed (``results.changed_after``): every pair is compared, and
 # a recall of 10,000 results would compare 50 million.
 CHANGES_AMONG = 100
+# How much deeper a recall searches again when near copies filled its candidates
+# (``search``): 60 log lines alike but for a step number hid the one memory that
+# said something else of that file among the first 50 of every signal.
+ALIKE_DEEPER = 4
+# Among the best this many results, near copies rank below what says something else
+# (``results.fewer_alike``): every candidate of the deeper search, at the default depth.
+ALIKE_AMONG = MIN_CANDIDATES * ALIKE_DEEPER
 # A query may name a source of a database with at most this many. Speakers, agents
 # and tools are few; thousands of sources are identifiers (documents, addresses)
 # that questions do not name, and looking through them would slow every recall.
@@ -79,8 +86,25 @@ def search(
     it (its summary or canonical copy), or for itself where that one is of another
     time than the query names or the filters keep, or by another source. Condensing
     never makes a fact unfindable, nor moves it to another day.
+
+    Where near copies (``results.fewer_alike``) fill the candidates, the search is
+    made again, ``ALIKE_DEEPER`` times as deep: sixty log lines a step number apart
+    hid a decision about the same file.
     """
     depth = max(MIN_CANDIDATES, top_k)
+    found, crowded = _search(store, slot, query, filters, top_k, now, explain, weights, zone, depth)
+    if crowded:
+        found, _ = _search(store, slot, query, filters, top_k, now, explain, weights, zone, depth * ALIKE_DEEPER)
+    return found
+
+
+def _search(
+    store: SQLiteStore, slot: EmbedderSlot, query: str, filters: Filters, top_k: int, now: float, explain: bool,
+    weights: Weights, zone: tzinfo | None, depth: int,
+) -> tuple[list[Memory], bool]:
+    """``search`` among ``depth`` candidates of each signal, and whether near copies
+    filled them: the candidates reached ``depth``, and half of those ranked were
+    lowered as alike."""
     # When the filters leave fewer word matches than this (10 in most recalls), the
     # memories holding only common words are searched too (see ``lexical.fts_fallback``).
     few_matches = depth // 5
@@ -151,7 +175,7 @@ def search(
     if listing and window is not None:
         during = _during(filters, window.named)
         if during is None:  # the caller's own filters leave none of that time
-            return []
+            return [], False
         filters = during
     else:
         during = _during(filters, None if window is None else window.span)
@@ -307,14 +331,20 @@ def search(
             for seq, row in facts.items()
         }
         # A listing is what was said or happened, in order: an older value is part of it.
-        examined = top_k if listing else max(top_k, MIN_CANDIDATES)
+        examined = top_k if listing else depth
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
                       stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain)
+        crowded = False
         if not listing and query_vector is not None:
-            head = ranked[:CHANGES_AMONG]
+            head = ranked[:ALIKE_AMONG]
             closeness = store.closeness([r.key for r in head])
-            ranked = sorted([*results.fewer_alike(head, closeness, weights.alike, weights.alike_factor),
-                             *ranked[len(head):]], key=lambda r: -r.score)
+            before = {r.key: r.score for r in head}
+            alike = results.fewer_alike(head, closeness, weights.alike, weights.alike_factor)
+            lowered = {r.key for r in alike if r.score < before[r.key]}
+            ranked = sorted([*alike, *ranked[len(head):]], key=lambda r: -r.score)
+            # Counted among all examined, not the first top_k: a smaller top_k returns the
+            # first results of a larger one.
+            crowded = len(candidates) >= depth and 2 * len(lowered) >= len(head)
         if not listing:
             ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
             if query_vector is not None and window is None:
@@ -328,7 +358,7 @@ def search(
         dataclasses.replace(memories[r.key], score=r.score, explanation=r.components if explain else None)
         for r in ranked
         if r.key in memories  # a vector hit (another snapshot) forgotten since
-    ]
+    ], crowded
 
 
 def _last_active(store: SQLiteStore, filters: Filters, now: float) -> float | None:
