@@ -8,7 +8,8 @@ very common words, a long tail), 8-24 words a memory, from 20 sources (and one r
 one: every thousandth memory is the auditor's); queries are 3-6 words drawn the same
 way, minus the 100 most common ones (as a stopword list would remove them). A query
 naming only a source lists that source's memories: timed for a common source and
-for the rare one. Retrieval-only timings use a deterministic
+for the rare one. So is a query that 120 near copies answer, which recall searches
+again, deeper. Retrieval-only timings use a deterministic
 384-dimensional test embedder for the vectors, so they measure the index and
 fusion, not the model. End-to-end timings embed the query with the bundled local
 model over a corpus of the same kind embedded by that model. The local model's
@@ -37,6 +38,13 @@ STOPWORDS = 100  # the most common ranks stand for stopwords
 RARE_SOURCE = "auditor"
 # Queries naming only a source: one that wrote 5% of the memories, one that wrote 0.1%.
 LISTINGS = (("common source", "what did agent-3 say"), ("rare source", f"what did {RARE_SOURCE} say"))
+# Five log lines sharing a rare word, each 24 times a step number apart (near copies:
+# the step is no corpus word, so all copies of a line have one vector), and the query
+# naming that word: they fill every signal's candidates, and recall searches again,
+# deeper (``retrieval.ALIKE_DEEPER``).
+CROWD_WORD = VOCABULARY - 1
+CROWD = [{"content": f"w{CROWD_WORD} w{CROWD_WORD - 1 - step % 5} (step {step})", "scope": "global",
+          "source": "terminal"} for step in range(120)]
 
 
 class RandomProjectionEmbedder:
@@ -121,6 +129,8 @@ def main() -> None:
             retrieval = timed(lambda mem=mem, it=it: mem.recall(next(it), top_k=10), len(queries))
             listings = [(label, timed(lambda mem=mem, query=query: mem.recall(query, top_k=10), 100))
                         for label, query in LISTINGS]
+            mem.remember_many(CROWD)
+            crowded = timed(lambda mem=mem: mem.recall(f"w{CROWD_WORD}", top_k=10), 100)
             mem.close()
             scan = "exact" if size <= vector_index.EXACT_UP_TO else "sign-bit shortlist, then exact"
             label = f"retrieval only (lexical + vectors [{scan}], fused)"
@@ -128,6 +138,7 @@ def main() -> None:
             rows.append((f"{size:,}", label, retrieval, *rates))
             rows.extend((f"{size:,}", f"a source's memories listed ({name})", samples, "", "")
                         for name, samples in listings)
+            rows.append((f"{size:,}", "near copies fill the candidates (searched again, deeper)", crowded, "", ""))
 
         local = _local_model() if args.model_ingest > 0 else None
         if local is not None:
