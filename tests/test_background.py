@@ -34,17 +34,22 @@ def test_a_forked_child_gets_a_working_pool():
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-# A signal lands the moment the pool has started a thread, before it records the
-# thread for the interpreter's exit to stop; its handler raises (a SIGTERM handler's
-# sys.exit(), say).
-SIGNALLED_AS_THE_POOL_STARTS = """
-import os, signal, threading
+# The start of a script whose SIGUSR1 handler raises Stop.
+RAISING_ON_SIGUSR1 = """
+import signal
 from mnemosyne import background
 class Stop(Exception):
     pass
 def handler(signum, frame):
     raise Stop
 signal.signal(signal.SIGUSR1, handler)
+"""
+
+# A signal lands the moment the pool has started a thread, before it records the
+# thread for the interpreter's exit to stop; its handler raises (a SIGTERM handler's
+# sys.exit(), say).
+SIGNALLED_AS_THE_POOL_STARTS = RAISING_ON_SIGUSR1 + """
+import os, threading
 original = threading.Thread.start
 def start_then_signal(self):
     original(self)
@@ -135,14 +140,8 @@ def test_a_handlers_exception_ends_the_wait_at_once_and_the_work_still_finishes(
 # A signal arrives just before signals are held back: its handler, which raises, runs
 # at the interpreter's next check, after the block began (``interrupt_main`` trips the
 # handler as a signal would, without the kernel, whatever the mask).
-SIGNALLED_JUST_BEFORE_THE_BLOCK = """
-import _thread, signal
-from mnemosyne import background
-class Stop(Exception):
-    pass
-def handler(signum, frame):
-    raise Stop
-signal.signal(signal.SIGUSR1, handler)
+SIGNALLED_JUST_BEFORE_THE_BLOCK = RAISING_ON_SIGUSR1 + """
+import _thread
 real = signal.pthread_sigmask
 def block_then_signal(how, mask):
     before = real(how, mask)
