@@ -164,6 +164,17 @@ def test_log_lines_alike_but_for_a_step_number_leave_room_for_what_says_somethin
         # Lowered, not left out: every line is still a result when top_k reaches them.
         assert len(mem.recall("what should I know about src/api/user.py", top_k=200, now=NOW)) == 5 * repeats + 1
 
+
+def test_a_recall_that_near_copies_crowd_searches_again_with_the_query_embedded_once(tmp_path: Path):
+    embedder = HashEmbedder()
+    line = "Ran the whole payments test suite against the staging database: every check passed, run {}"
+    with Mnemosyne(session_id="ci", db_path=tmp_path / "m.db", embedder=embedder) as mem:
+        mem.remember_many({"content": line.format(run)} for run in range(120))  # cosine 0.97 to one another
+        calls = embedder.calls
+        found = mem.recall("payments test suite on staging", top_k=10)
+        assert len(found) == 10
+        assert embedder.calls == calls + 1
+
 # -- the pure parts -------------------------------------------------------------------
 
 
