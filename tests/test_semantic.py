@@ -46,6 +46,22 @@ def test_an_answer_in_other_words_is_found_though_not_close(tmp_path: Path):
         assert [m.id for m in mem.recall("kids")] == [school]
 
 
+def test_what_a_long_note_says_past_the_models_window_is_found_by_meaning(tmp_path: Path):
+    budget = ("Weekly sync, platform team. First the quarterly budget: cloud spend rose eleven percent, mostly "
+              "from the analytics cluster, and finance wants a forecast by Friday. We agreed to tag every resource "
+              "with its owner and to review idle volumes each month. ") * 3
+    hiring = ("Then hiring: two backend roles are open, the interview loop gets a system design round, and "
+              "referrals earn a bonus after ninety days. Candidates should hear back within a week. ") * 3
+    office = ("Last item: the office move. From March the team sits on the fourth floor of the new building near "
+              "the river, desks are unassigned, and parking passes must be renewed at reception. ") * 3
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        note = mem.remember(budget + hiring + office, source="meeting-notes")  # the office move from token 256 on
+        mem.remember_many(["Alice prefers morning meetings.", "The mobile app targets iOS 17 and Android 14.",
+                           "Retro is every second Thursday.", "Grafana dashboards live in the ops folder."])
+        found = mem.recall("where will our workplace be after the relocation?", top_k=3)
+        assert [m.id for m in found][:1] == [note]
+
+
 def test_meaning_alone_must_be_close_to_make_a_result(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
         mem.remember("The deploy checklist has seven steps")
