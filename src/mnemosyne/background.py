@@ -87,7 +87,7 @@ def _signals_held() -> Iterator[None]:
 # The mask as the C function sets and reads it, in signal numbers: ``signal``'s
 # wrapper turns each signal of what it returns into an enum member, and so does
 # ``valid_signals``, which made holding signals back cost 0.15 ms (three holds a
-# recall: a tenth of one at 10k memories) against 2.5 us.
+# recall: a tenth of one at 10k memories) against 4 us.
 _sigmask = getattr(_signal, "pthread_sigmask", None)
 _EVERY_SIGNAL = frozenset(_signal.valid_signals()) if _sigmask is not None else frozenset()
 

@@ -92,8 +92,8 @@ def search(
     hid a decision about the same file.
     """
     depth = max(MIN_CANDIDATES, top_k)
-    # The deeper search asks the model for the query's vector once more: about 1.5 ms
-    # with the bundled model, a sixth of a crowded recall.
+    # One query vector for both searches: asked for again, the deeper search paid the
+    # model about 1.5 ms more, a sixth of a crowded recall.
     embedded = functools.cache(lambda: slot.embed([query])[0])
     found, crowded = _search(store, slot, embedded, query, filters, top_k, now, explain, weights, zone, depth)
     if crowded:
