@@ -63,6 +63,14 @@ def result_of(future: Future[T]) -> T:
         return future.result()
 
 
+# The mask as the C function sets and reads it, in signal numbers: ``signal``'s
+# wrapper turns each signal of what it returns into an enum member, and so does
+# ``valid_signals``, which made holding signals back cost 0.15 ms (three holds a
+# recall: a tenth of one at 10k memories) against 4 us.
+_sigmask = getattr(_signal, "pthread_sigmask", None)
+_EVERY_SIGNAL = frozenset(_signal.valid_signals()) if _sigmask is not None else frozenset()
+
+
 @contextmanager
 def _signals_held() -> Iterator[None]:
     """Signals to this thread wait until the block ends (where the platform can).
@@ -82,14 +90,6 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         _sigmask(signal.SIG_SETMASK, before)
-
-
-# The mask as the C function sets and reads it, in signal numbers: ``signal``'s
-# wrapper turns each signal of what it returns into an enum member, and so does
-# ``valid_signals``, which made holding signals back cost 0.15 ms (three holds a
-# recall: a tenth of one at 10k memories) against 4 us.
-_sigmask = getattr(_signal, "pthread_sigmask", None)
-_EVERY_SIGNAL = frozenset(_signal.valid_signals()) if _sigmask is not None else frozenset()
 
 
 def _handle_pending_signals() -> None:
