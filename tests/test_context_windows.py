@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from mnemosyne import InvalidInputError, Mnemosyne
 from mnemosyne.core.consolidation import SleepPolicy
-from mnemosyne.core.context import Event
+from mnemosyne.core.context import EVENT_CHARS, Event
 from mnemosyne.core.context import windows as context_windows
 from mnemosyne.storage.sqlite.context_index import refresh_all_contexts
 
@@ -142,6 +142,26 @@ def test_a_window_ends_where_its_session_fell_silent():
     events = [Event(1, "a", "global", BASE), Event(2, "b", "session", BASE + 10),
               Event(3, "c", "global", BASE + 20), Event(4, "d", "global", BASE + 20 + 2 * HOUR)]
     assert context_windows(events) == {1: "a\nc", 2: "a\nb\nc", 3: "a\nc", 4: "d"}
+
+
+def test_a_window_holds_the_opening_of_a_long_event():
+    document = "Pasted report on the billing outage. " + "x " * EVENT_CHARS + "Root cause: an expired certificate."
+    events = [Event(1, "Can you read this?", "session", BASE), Event(2, document, "session", BASE + 10),
+              Event(3, "Done, it is long.", "session", BASE + 20)]
+    window = f"Can you read this?\n{document[:EVENT_CHARS]}\nDone, it is long."
+    assert context_windows(events) == {1: window, 2: window, 3: window}
+
+
+def test_a_long_memory_is_found_by_its_last_words_and_its_neighbours_are_not(agents):
+    a, _, db = agents
+    a.remember("Can you read this?", created_at=BASE)
+    document = a.remember("Pasted report. " + "filler words " * EVENT_CHARS + "Root cause: an expired certificate.",
+                          created_at=BASE + 10)
+    a.remember("Done, it is long.", created_at=BASE + 20)
+    assert [m.id for m in a.recall("expired certificate")] == [document]  # by its own text
+    assert context_hits(db, "certificate") == []
+    stored, rebuilt = windows(db)
+    assert stored == rebuilt
 
 
 def test_a_neighbour_from_hours_later_makes_no_result(agents):

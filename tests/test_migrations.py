@@ -49,7 +49,7 @@ def test_schema_v1_database_opens_and_keeps_everything(v1_db: Path):
 @pytest.mark.parametrize(
     ("fixture", "total"), [("schema_v2.db", 7), ("schema_v3.db", 9), ("schema_v4.db", 14), ("schema_v5.db", 14),
                            ("schema_v6.db", 14), ("schema_v7.db", 14), ("schema_v8.db", 18),
-                           ("schema_v9.db", 18), ("schema_v10.db", 18)]
+                           ("schema_v9.db", 18), ("schema_v10.db", 18), ("schema_v11.db", 21)]
 )
 def test_later_schemas_open_every_time_and_lose_nothing(tmp_path: Path, fixture: str, total: int):
     # v2 and v3 were made by releases whose context windows could keep a forgotten
@@ -338,6 +338,20 @@ def test_an_upgrade_indexes_memories_by_importance(tmp_path: Path):
         "memories_by_session_importance": ["session_id", "status", "importance", "created_at", "source"],
         "memories_by_scope_importance": ["scope", "status", "importance", "created_at", "source"],
     }
+
+
+def test_an_upgrade_cuts_the_windows_around_a_long_memory_to_its_opening(tmp_path: Path):
+    # Schema 11 put a pasted 14,000-character contract whole into its own and its
+    # neighbours' windows.
+    db = tmp_path / "old.db"
+    shutil.copyfile(FIXTURES / "schema_v11.db", db)
+    with Mnemosyne(session_id="vendor-review", db_path=db, embedder=HashEmbedder()) as mem:
+        assert mem.recall("Orbital Freight in Rotterdam")[0].content.startswith("Pasted contract")  # by its own text
+        assert mem.doctor().ok
+    with sqlite3.connect(db) as conn:
+        in_windows = conn.execute("SELECT count(*) FROM memories_context_fts WHERE memories_context_fts MATCH ?",
+                                  ("Rotterdam",)).fetchone()[0]
+    assert in_windows == 0  # the contract's last words lie past the opening a window holds
 
 
 def test_a_schema_8_database_upgrades_and_its_cjk_and_emoji_memories_are_found_by_their_words(tmp_path: Path):

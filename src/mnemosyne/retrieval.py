@@ -416,19 +416,24 @@ def _stated(
 
 def _said(store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]) -> dict[int, results.Said]:
     """Who said each ranked candidate, when its text was last said, and whether it
-    says a change (see ``results.changed_after``)."""
+    says a change (see ``results.changed_after``); none, where none says a change,
+    as then nothing is changed (reading whether each speaks of its speaker costs
+    0.5 s in a 5 MB text)."""
     contents = store.contents_by_seq(r.key for r in ranked)
+    changes = {key: says_a_change(text) for key, text in contents.items()}
+    if not any(changes.values()):
+        return {}
     said = {}
     for r in ranked:
         if r.key in contents:
-            row, text = facts[r.key], contents[r.key]
+            row = facts[r.key]
             said[r.key] = results.Said(
                 said_at=max(facts[key]["created_at"] for key in (r.key, *r.copies)),
                 session_id=row["session_id"],
                 source=row["source"],
                 shared=row["scope"] == "global",
-                personal=of_its_speaker(text),
-                changes=says_a_change(text),
+                personal=of_its_speaker(contents[r.key]),
+                changes=changes[r.key],
             )
     return said
 

@@ -397,6 +397,26 @@ CREATE INDEX memories_by_scope_importance ON memories (scope, status, importance
 """
 
 
+_V12_WINDOWS_OF_LONG_EVENTS = """
+-- A context window holds at most the first 8,000 characters of each of its events
+-- (core/context.py): the data step rewrites the windows around every longer event.
+"""
+
+
+def _cut_windows_of_long_events(conn: sqlite3.Connection) -> None:
+    from ...core.context import EVENT_CHARS
+    from .context_index import refresh_contexts
+
+    long_events: dict[str, list[tuple[float, int]]] = {}
+    for session_id, created_at, seq in conn.execute(
+        "SELECT session_id, created_at, seq FROM memories WHERE kind = 'episodic' AND length(content) > ?",
+        (EVENT_CHARS,),
+    ):
+        long_events.setdefault(session_id, []).append((created_at, seq))
+    for session_id, positions in long_events.items():
+        refresh_contexts(conn, session_id, positions)
+
+
 def _index_cjk_and_emoji(conn: sqlite3.Connection) -> None:
     from .levelling import index_stored
 
@@ -426,6 +446,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(10, "index changes", _V10_INDEX_CHANGES),
     Migration(11, "memories by importance", _V11_MEMORIES_BY_IMPORTANCE),
+    Migration(
+        12, "windows of long events", _V12_WINDOWS_OF_LONG_EVENTS, after=_cut_windows_of_long_events,
+        rebuilds=_CONTEXTS,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
