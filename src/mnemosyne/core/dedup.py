@@ -124,18 +124,23 @@ def _words(plain: str) -> list[str]:
 
 
 def _folded(word: str) -> str:
-    """``word`` in lower case, unless its case may be what it says: a word holding a
-    digit or a capital past its first letter ("Hunter2", "ABCdef", "NASA") is an
-    identifier, a secret, a name, and "hunter2" another one."""
-    if any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]):
-        return word
-    return word.lower()
+    """``word`` in lower case, unless its case may be what it says (``cased``)."""
+    lower = word.lower()
+    # Most words are in lower case already, and then either answer is the word.
+    return word if lower == word or cased(word) else lower
+
+
+def cased(word: str) -> bool:
+    """Whether ``word``'s case may be what it says: a word holding a digit or a
+    capital past its first letter ("Hunter2", "ABCdef", "NASA") is an identifier, a
+    secret, a name, and "hunter2" another one."""
+    return any(map(str.isdigit, word)) or any(map(str.isupper, word[1:]))
 
 
 def values(text: str) -> tuple[str, ...]:
     """The words of ``text`` that state numbers, days, months or negation, in order:
     "order 3 ships in 7 days" and "order 7 ships in 3 days" say different things."""
-    return tuple(w for w in tokenize(text) if w in _VALUE_WORDS or any(c.isdigit() for c in w))
+    return tuple(w for w in tokenize(text) if w in _VALUE_WORDS or any(map(str.isdigit, w)))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

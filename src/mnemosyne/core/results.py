@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dedup import Fact, personal
+from .dedup import Fact, cased, personal
 from .ranking import Ranked
 
 
@@ -70,15 +70,9 @@ def _same_words(a: str, b: str) -> bool:
     case of a word whose case is not part of it."""
     words_a, words_b = a.split(), b.split()
     return len(words_a) == len(words_b) and all(
-        x == y or (x.lower() == y.lower() and not (_cased(x) or _cased(y)))  # not "Straße", "STRASSE"
+        x == y or (x.lower() == y.lower() and not (cased(x) or cased(y)))  # not "Straße", "STRASSE"
         for x, y in zip(words_a, words_b, strict=True)
     )
-
-
-def _cased(word: str) -> bool:
-    """Whether ``word``'s case may be what it says ("Hunter2", "ABCdef", "NASA"), as
-    sleep reads it (``dedup.written_words``)."""
-    return any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:])
 
 
 class Statement(NamedTuple):
