@@ -287,7 +287,7 @@ def test_a_text_the_model_refuses_costs_only_its_own_vector(server, tmp_path: Pa
     db = tmp_path / "m.db"
     server.longest = 200
     texts = [f"short fact number {i} about the rollout" for i in range(20)]
-    texts.insert(7, "a pasted log line " * 40)  # over the model's limit
+    texts.insert(7, "a pasted log line " * 40)  # over the model's limit, and so are its openings of 256 or more
     with caplog.at_level(logging.WARNING, logger="mnemosyne"):
         with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
             ids = mem.remember_many(texts)
@@ -300,6 +300,32 @@ def test_a_text_the_model_refuses_costs_only_its_own_vector(server, tmp_path: Pa
             mem.remember("written after the refusal")  # the model was never put aside
             assert vector_sizes(db) == [8] * 21
     assert caplog.text.count("refused a text") == 1 and "retrying in" not in caplog.text  # never an outage
+
+
+def test_a_text_over_the_models_limit_gets_the_vector_of_its_opening(server, tmp_path: Path, caplog):
+    db = tmp_path / "m.db"
+    server.longest = 1_000  # characters, as a model's token limit
+    server.dimension = 64
+    pasted = " ".join([*(f"worker {i} finished job {i} without errors" for i in range(30)),
+                       *(f"disk {i} of storage node {i} was replaced by the vendor" for i in range(80))])
+    opening = len(pasted) // 8  # refused whole, and by halves down to this (688 characters)
+    texts = [f"short fact number {i} about the rollout" for i in range(20)]
+    texts.insert(7, pasted)
+    with caplog.at_level(logging.WARNING, logger="mnemosyne"):
+        with Mnemosyne(db_path=db, embedder="openai:hash") as mem:
+            ids = mem.remember_many(texts)
+            assert vector_sizes(db) == [64] * 21
+            asked = len(server.paths)
+            assert mem.backfill_vectors() == 0 and len(server.paths) == asked  # nothing left to ask for
+    with sqlite3.connect(db) as conn:
+        (blob,) = conn.execute(
+            "SELECT vector FROM memory_vectors JOIN memories USING (seq) WHERE id = ?", (ids[7],)
+        ).fetchone()
+    stored = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+    model = HashEmbedder(64)
+    assert float(stored @ model.embed([pasted[:opening]])[0]) > 0.999
+    assert float(stored @ model.embed([pasted])[0]) < 0.5  # not the whole text's
+    assert f"refused a text of {len(pasted)} characters; its vector is that of its first {opening}" in caplog.text
 
 
 def test_a_server_error_on_one_text_costs_only_its_own_vector(server, tmp_path: Path, caplog):

@@ -30,6 +30,9 @@ from .errors import (
 
 log = logging.getLogger("mnemosyne")
 RETRY_AFTER_S = 300.0
+# The shortest opening of a refused text asked for: a model that refuses even this
+# much of a text, and takes other texts, refuses what it says, not its length.
+SHORTEST_OPENING = 256
 
 
 class EmbedderSlot:
@@ -164,7 +167,11 @@ class EmbedderSlot:
 
     def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
         """Vectors (zero rows included) for ``texts``, which the model refused as a
-        batch (``refusal``); None for each text it refuses on its own."""
+        batch (``refusal``). A text it refuses for good on its own gets the vector of
+        the longest opening it takes (see ``_opening``); None if it takes none, or
+        if the refusal may pass."""
+        if len(texts) == 1 and refusal.lasting and (opening := self._opening(texts[0])) is not None:
+            return [opening]
         if len(texts) == 1:
             again = time.monotonic() + RETRY_AFTER_S if not refusal.lasting else math.inf
             self._ask_again_at(texts[0], again)
@@ -174,6 +181,25 @@ class EmbedderSlot:
             return [None]
         half = len(texts) // 2
         return self._ask(texts[:half]) + self._ask(texts[half:])
+
+    def _opening(self, text: str) -> np.ndarray | None:
+        """The vector of the longest opening of ``text`` the model takes, halving it
+        down to ``SHORTEST_OPENING`` characters: an endpoint refuses a text over its
+        model's token limit (OpenAI's 8,191 tokens) where a local model would read
+        its opening. The rest of the text is found by its words."""
+        size = len(text) // 2
+        while size >= SHORTEST_OPENING:
+            try:
+                (vector,) = self.embed_checked([text[:size]])
+            except EmbedderInputError as exc:
+                if not exc.lasting:
+                    return None
+                size //= 2
+                continue
+            log.warning("embedder %s refused a text of %d characters; its vector is that of its first %d",
+                        self.description, len(text), size)
+            return vector
+        return None
 
     def _ask_again_at(self, text: str, when: float) -> None:
         """Ask the model for ``text`` again no sooner than monotonic time ``when``."""
