@@ -168,8 +168,8 @@ class EmbedderSlot:
     def _split_refused(self, texts: Sequence[str], refusal: EmbedderInputError) -> list[np.ndarray | None]:
         """Vectors (zero rows included) for ``texts``, which the model refused as a
         batch (``refusal``). A text it refuses for good on its own gets the vector of
-        the longest opening it takes (see ``_opening``); None if it takes none, or
-        if the refusal may pass."""
+        an opening (see ``_opening``); None if it takes none, or if the refusal may
+        pass."""
         if len(texts) == 1 and refusal.lasting and (opening := self._opening(texts[0])) is not None:
             return [opening]
         if len(texts) == 1:
@@ -183,10 +183,10 @@ class EmbedderSlot:
         return self._ask(texts[:half]) + self._ask(texts[half:])
 
     def _opening(self, text: str) -> np.ndarray | None:
-        """The vector of the longest opening of ``text`` the model takes, halving it
-        down to ``SHORTEST_OPENING`` characters: an endpoint refuses a text over its
-        model's token limit (OpenAI's 8,191 tokens) where a local model would read
-        its opening. The rest of the text is found by its words."""
+        """The vector of the first of ``text``'s half, quarter, eighth... (its
+        openings, down to ``SHORTEST_OPENING`` characters) that the model takes: an
+        endpoint refuses a text over its model's token limit (OpenAI's 8,191 tokens)
+        where a local model would read its opening. The rest is found by its words."""
         size = len(text) // 2
         while size >= SHORTEST_OPENING:
             try:
