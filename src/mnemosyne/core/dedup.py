@@ -119,8 +119,8 @@ def quoted_words(text: str) -> list[str]:
 
 
 def _words(plain: str) -> list[str]:
-    words = (_folded(word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION)) for word in plain.split())
-    return [w for w in words if w]
+    stripped = [word.lstrip(_LEADING_PUNCTUATION).rstrip(_TRAILING_PUNCTUATION) for word in plain.split()]
+    return [word for word in map(_folded, stripped) if word]
 
 
 def _folded(word: str) -> str:
@@ -140,7 +140,12 @@ def cased(word: str) -> bool:
 def values(text: str) -> tuple[str, ...]:
     """The words of ``text`` that state numbers, days, months or negation, in order:
     "order 3 ships in 7 days" and "order 7 ships in 3 days" say different things."""
-    return tuple(w for w in tokenize(text) if w in _VALUE_WORDS or any(map(str.isdigit, w)))
+    return _values(tokenize(text))
+
+
+def _values(tokens: list[str]) -> tuple[str, ...]:
+    # A word of letters only holds no digit: most words are asked no more.
+    return tuple(w for w in tokens if w in _VALUE_WORDS or (not w.isalpha() and any(map(str.isdigit, w))))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -160,7 +165,8 @@ class Reading(NamedTuple):
 
 def reading(text: str) -> Reading:
     """Read ``text`` for the duplicate rules (the costly part of grouping)."""
-    return Reading(word_set(text), written_words(text), values(text), is_question(text))
+    tokens = tokenize(text)
+    return Reading(frozenset(tokens), written_words(text), _values(tokens), is_question(text))
 
 
 def duplicate_groups(
@@ -208,11 +214,15 @@ def duplicate_groups(
     # Part, values and freshness -> the anchors with a vector.
     by_meaning: dict[tuple[str, tuple[str, ...], bool], _Anchors] = {}
 
+    # Every word's place in a fixed order, rarest first, sorted once: each text's
+    # words are then sorted by a lookup, not by a key built for each word of each text.
+    rarest_first = {word: place for place, word in enumerate(sorted(frequency, key=lambda w: (frequency[w], w)))}
+
     def prefix(words: frozenset[str]) -> list[str]:
         # Prefix filtering: two sets with Jaccard >= t must share one of the first
         # |A| - ceil(t|A|) + 1 words in a fixed (rarest-first) order, so indexing
         # and probing only those finds every match without comparing every pair.
-        ordered = sorted(words, key=lambda w: (frequency[w], w))
+        ordered = sorted(words, key=rarest_first.__getitem__)
         return ordered[: len(words) - math.ceil(rules.jaccard * len(words)) + 1]
 
     # Part and hash -> the anchors with that hash, and apart the kept copies, which a
