@@ -13,6 +13,7 @@ from mnemosyne import Mnemosyne
 from mnemosyne.core.dedup import fact_key
 from mnemosyne.core.ranking import Ranked
 from mnemosyne.core.results import Statement, copies, fewer_alike, newer_first, sharing
+from mnemosyne.storage.sqlite import SQLiteStore
 from mnemosyne.testing import HashEmbedder
 
 NOW = datetime(2026, 11, 27, 17, tzinfo=timezone.utc)
@@ -174,6 +175,27 @@ def test_a_recall_that_near_copies_crowd_searches_again_with_the_query_embedded_
         found = mem.recall("payments test suite on staging", top_k=10)
         assert len(found) == 10
         assert embedder.calls == calls + 1
+
+
+def test_a_recall_reads_each_results_text_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Whether each result states a fact, and whether it says a change, are read from
+    # its text: once per recall, not once for each.
+    read: list[int] = []
+    contents_by_seq = SQLiteStore.contents_by_seq
+
+    def counted(self: SQLiteStore, seqs):
+        seqs = list(seqs)
+        read.extend(seqs)
+        return contents_by_seq(self, seqs)
+
+    with Mnemosyne(session_id="ops", db_path=tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        mem.remember("The deploy window is Friday evening.", created_at=NOW - timedelta(days=9))
+        mem.remember("The deploy window moved to Thursday now.", created_at=NOW - timedelta(days=2))
+        mem.remember_many({"content": text, "created_at": NOW - timedelta(days=5)} for text in FILLER)
+        monkeypatch.setattr(SQLiteStore, "contents_by_seq", counted)
+        found = mem.recall("when is the deploy window", now=NOW)
+    assert found[0].content == "The deploy window moved to Thursday now."
+    assert read and len(read) == len(set(read))
 
 # -- the pure parts -------------------------------------------------------------------
 

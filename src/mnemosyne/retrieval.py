@@ -66,6 +66,8 @@ ALIKE_AMONG = MIN_CANDIDATES * ALIKE_DEEPER
 # and tools are few; thousands of sources are identifiers (documents, addresses)
 # that questions do not name, and looking through them would slow every recall.
 NAMED_SOURCES_UP_TO = 1_000
+# Reads the texts of memories, by seq (see ``_text_reader``).
+TextsOf = Callable[[Iterable[int]], dict[int, str]]
 
 
 def search(
@@ -350,12 +352,13 @@ def _search(
             # first results of a larger one.
             crowded = len(candidates) >= depth and 2 * len(lowered) >= len(head)
         if not listing:
-            ranked = results.newer_first(ranked, _statements(store, ranked, facts, top_k), weights.superseded)[:top_k]
+            texts = _text_reader(store)
+            ranked = results.newer_first(ranked, _statements(texts, ranked, facts, top_k), weights.superseded)[:top_k]
             if query_vector is not None and window is None:
                 head = ranked[:CHANGES_AMONG]
                 closeness, row = store.closeness([r.key for r in head]), {r.key: i for i, r in enumerate(head)}
                 ranked = results.changed_after(
-                    ranked, _said(store, head, facts), lambda a, b: float(closeness[row[a], row[b]]),
+                    ranked, _said(texts, head, facts), lambda a, b: float(closeness[row[a], row[b]]),
                     weights.changed_close, weights.episode_gap_s)
         memories = store.memories_by_seq((r.key for r in ranked), filters)
     return [
@@ -388,22 +391,36 @@ def _copies(store: SQLiteStore, facts: Mapping[int, sqlite3.Row]) -> dict[int, i
     return results.copies(fingerprints, store.contents_by_seq(twins)) if twins else {}
 
 
+def _text_reader(store: SQLiteStore) -> TextsOf:
+    """What reads candidates' texts from ``store`` for one recall, each text once
+    however often it is asked for."""
+    read: dict[int, str] = {}
+
+    def texts(keys: Iterable[int]) -> dict[int, str]:
+        wanted = list(keys)
+        if missing := [key for key in wanted if key not in read]:
+            read.update(store.contents_by_seq(missing))
+        return {key: read[key] for key in wanted if key in read}
+
+    return texts
+
+
 def _statements(
-    store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row], top_k: int
+    texts: TextsOf, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row], top_k: int
 ) -> dict[int, results.Statement]:
     """The ranked candidates that state a fact (see ``results.newer_first``), each said
     when the latest of its copies was. Those sleep superseded already rank below what
     replaced them. Those past ``top_k`` are read only if one of the first ``top_k``
     states a fact: only such a one can be moved out of the results."""
     current = [r for r in ranked if facts[r.key]["status"] != "superseded"]
-    statements = _stated(store, current[:top_k], facts)
-    return {**statements, **_stated(store, current[top_k:], facts)} if statements else {}
+    statements = _stated(texts, current[:top_k], facts)
+    return {**statements, **_stated(texts, current[top_k:], facts)} if statements else {}
 
 
 def _stated(
-    store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]
+    texts: TextsOf, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]
 ) -> dict[int, results.Statement]:
-    contents = store.contents_by_seq(r.key for r in ranked) if ranked else {}
+    contents = texts(r.key for r in ranked)
     statements = {}
     for r in ranked:
         fact = fact_key(contents[r.key]) if r.key in contents else None
@@ -414,12 +431,12 @@ def _stated(
     return statements
 
 
-def _said(store: SQLiteStore, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]) -> dict[int, results.Said]:
+def _said(texts: TextsOf, ranked: list[Ranked], facts: Mapping[int, sqlite3.Row]) -> dict[int, results.Said]:
     """Who said each ranked candidate, when its text was last said, and whether it
     says a change (see ``results.changed_after``); none, where none says a change,
     as then nothing is changed (reading whether each speaks of its speaker costs
     0.5 s in a 5 MB text)."""
-    contents = store.contents_by_seq(r.key for r in ranked)
+    contents = texts(r.key for r in ranked)
     changes = {key: says_a_change(text) for key, text in contents.items()}
     if not any(changes.values()):
         return {}
