@@ -68,3 +68,18 @@ def test_words_and_meaning_together_beat_either_alone():
     dense = [(2, 0.70), (3, 0.72), (1, 0.40)]
     ranked = fuse(lexical, dense, {key: candidate() for key in (1, 2, 3)}, NOW)
     assert [r.key for r in ranked] == [2, 1, 3]
+
+
+def test_a_memory_found_by_its_neighbours_words_alone_must_be_like_them():
+    # Memory 2 holds no query word; its window does (memory 1's). Its window is close
+    # to the query, by memory 1: it is a result only if it means what its neighbours do.
+    lexical = {"content": [(1, 8.0)], "context": [(1, 8.0), (2, 6.0)]}
+    dense, window = [(1, 0.5), (2, 0.1)], [(1, 0.5), (2, 0.35)]
+
+    def results(coherence: dict[int, float]) -> list[int]:
+        candidates = {1: candidate(), 2: candidate()}
+        return [r.key for r in fuse(lexical, dense, candidates, NOW, dense_window=window, coherence=coherence)]
+
+    assert results({1: 0.6, 2: 0.45}) == [1, 2]  # a turn of the same conversation
+    assert results({1: 0.05, 2: 0.05}) == [1]  # a fact stored beside it
+    assert results({}) == [1, 2]  # no neighbours' vectors to judge by

@@ -81,6 +81,19 @@ def test_a_memory_found_by_unrelated_neighbours_words_alone_is_no_result(tmp_pat
         assert found == [UNRELATED_FACTS[0]]
 
 
+def test_a_memory_unlike_its_neighbours_is_not_found_by_their_words(tmp_path: Path):
+    # The font's window is close to the question by the font itself; only the
+    # facts holding a word of the question, or meaning it, are results. The
+    # MacBook and the dog, found by their neighbours' "customer" and near the
+    # font, mean nothing like their neighbours (cosine 0.0-0.1).
+    facts = ["The customer is based in Lisbon, Portugal.", "I paid 1200 dollars for the new MacBook.",
+             "The font is Inter.", "Her dog Max is a golden retriever."]
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember_many({"content": fact} for fact in facts)
+        found = {m.content for m in mem.recall("what typeface does the customer use")}
+        assert found == {facts[0], facts[2]}
+
+
 def test_without_vectors_the_neighbours_words_still_find_a_memory(tmp_path: Path):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder="none") as mem:
         mem.remember_many({"content": fact} for fact in UNRELATED_FACTS)

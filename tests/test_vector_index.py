@@ -159,6 +159,23 @@ def test_a_global_memorys_window_holds_only_global_neighbours(tmp_path: Path):
     })
 
 
+def test_a_memorys_similarity_to_its_neighbours_is_to_the_mean_of_their_vectors(tmp_path: Path):
+    index, seqs, _ = window_index(tmp_path, [
+        ("a", "session", "redfox owl", 1), ("a", "session", "redfox eel", 2), ("a", "session", "greenelk", 3),
+        ("b", "session", "bluecod", 1),
+    ])
+    vector = {text: HashEmbedder(DIMENSION).embed([text])[0].astype(np.float16).astype(np.float32) for text in seqs}
+
+    def expected(text: str, neighbours: list[str]) -> float:
+        mean = sum(vector[neighbour] for neighbour in neighbours)
+        return pytest.approx(float(vector[text] @ mean / np.linalg.norm(mean)), abs=1e-5)
+
+    got = dict(index.neighbour_similarities(seqs.values(), GAP))
+    assert got[seqs["redfox eel"]] == expected("redfox eel", ["redfox owl", "greenelk"])
+    assert got[seqs["redfox owl"]] == expected("redfox owl", ["redfox eel"])
+    assert seqs["bluecod"] not in got  # alone in its session: no neighbours to be like
+
+
 def test_windows_follow_new_neighbours_and_leave_out_what_has_no_vector(tmp_path: Path):
     index, seqs, db = window_index(tmp_path, [("a", "session", "redfox", 1), ("a", "session", "greenelk", 3)])
     assert_windows(index, seqs, {"redfox": ["redfox", "greenelk"]})

@@ -311,6 +311,11 @@ def _search(
             if query_vector is not None and dense_hits
             else []
         )
+        # Whether the neighbours of one found by their words alone are its conversation,
+        # or facts stored beside it (``ranking.Weights.coherence_floor``).
+        by_neighbours_words = {seq for seq, _ in lexical_hits.get("context", ())}.difference(
+            seq for seq, _ in lexical_hits.get("content", ()))
+        coherence = store.neighbour_similarities(by_neighbours_words, MAX_GAP_S) if dense_window_hits else []
         if query_vector is not None and dense_hits:
             # Those found otherwise (by their words, their time) have a similarity too,
             # however far below the nearest.
@@ -339,7 +344,8 @@ def _search(
         # A listing is what was said or happened, in order: an older value is part of it.
         examined = top_k if listing else depth
         ranked = fuse(lexical_hits, dense_hits, candidates, now, window, weights, dense_window_hits,
-                      stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain)
+                      stretch, field_similarity, examined, listed, of_sources, _copies(store, facts), explain,
+                      dict(coherence))
         crowded = False
         if not listing and query_vector is not None:
             head = ranked[:ALIKE_AMONG]

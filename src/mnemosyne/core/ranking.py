@@ -47,6 +47,13 @@ class Weights:
     # question 0.87 → 0.53, results per question no memory answers 0.95 → 0.50;
     # LoCoMo and LongMemEval unchanged (0.3 cost LoCoMo temporal R@10 0.013).
     context_window_floor: float = 0.2
+    # Nor is it a result if it means nothing like its neighbours (cosine to the mean
+    # of their vectors below this): the window holds an answer stored beside it, not
+    # its conversation. With the bundled model, 99% of LongMemEval's turns score 0.13
+    # or more with theirs (LoCoMo's, 0.26); of thirty unrelated facts saved in one
+    # batch, nine in ten score under 0.16. Measured (``bench/paraphrase.py``): other
+    # memories returned per question 0.57 → 0.40; LoCoMo and LongMemEval unchanged.
+    coherence_floor: float = 0.15
     standout_floor: float = 0.25
     standout_gap: float = 0.05
     # A memory of the time a query names that asks about nothing else ("what happened
@@ -160,6 +167,7 @@ def fuse(
     named_source: Collection[int] = (),
     same_text: Mapping[int, int] | None = None,
     explain: bool = True,
+    coherence: Mapping[int, float] | None = None,
 ) -> list[Ranked]:
     """Rank every candidate (or the best ``limit``), best first. Keys missing from
     ``candidates`` are skipped. ``listed`` maps the candidates found in the span of time
@@ -180,7 +188,8 @@ def fuse(
     stretched from the field they found less in a large memory: ``bench/scale.py``
     with the local model, turn recall@10 0.527 → 0.513). Fewer means it saw every
     memory it may return: the lowest of a handful is no stranger to the query, and
-    they are divided by the best, as BM25 is.
+    they are divided by the best, as BM25 is. ``coherence`` holds each candidate's
+    similarity to its neighbours' embeddings (those without any, left out).
     """
     # Every field is explained, those a query did not search (a listing's) as 0.
     signals = {"content": {}, "context": {}, **{name: normalise(hits) for name, hits in lexical.items()}}
@@ -199,7 +208,7 @@ def fuse(
     too_far = {key for key, score in dense if score < weights.dense_floor} - {
         key for hits in lexical.values() for key, _ in hits
     } - listing - _standing_out(dense, weights)
-    too_far |= _by_unrelated_neighbours(lexical, dense, dense_window, weights) - listing
+    too_far |= _by_unrelated_neighbours(lexical, dense, dense_window, coherence or {}, weights) - listing
     # A candidate no signal found (one of a time's memories without a vector, say)
     # is no result unless the query lists it.
     found = {key for hits in lexical.values() for key, _ in hits} | {key for key, _ in dense} | listing
@@ -306,19 +315,23 @@ def _standing_out(dense: Sequence[tuple[int, float]], weights: Weights) -> set[i
 
 def _by_unrelated_neighbours(
     lexical: Mapping[str, Sequence[tuple[int, float]]], dense: Sequence[tuple[int, float]],
-    dense_window: Sequence[tuple[int, float]], weights: Weights,
+    dense_window: Sequence[tuple[int, float]], coherence: Mapping[int, float], weights: Weights,
 ) -> set[int]:
     """The memories found by their neighbours' words alone (their own text holds no
-    query word, and they are not close by meaning) whose episode window means
-    nothing close to the query either: memories stored together but unrelated (facts
-    saved in one batch), whose neighbours' words say nothing of them. Only those with
-    both similarities known: without vectors, the window's words are all there is."""
+    query word, and they are not close by meaning) that are unrelated to those
+    neighbours: their episode window means nothing close to the query, or they mean
+    nothing like their neighbours (facts saved in one batch: "The font is Inter."
+    beside "I paid 1200 dollars for the new MacBook."), whose words then say nothing
+    of them. Only those with both similarities known: without vectors, the window's
+    words are all there is."""
     own_words = {key for key, _ in lexical.get("content", ())}
     similarity, window = dict(dense), dict(dense_window)
     return {
         key for key, _ in lexical.get("context", ())
         if key not in own_words and key in similarity and key in window
-        and similarity[key] < weights.dense_floor and window[key] < weights.context_window_floor
+        and similarity[key] < weights.dense_floor
+        and (window[key] < weights.context_window_floor
+             or coherence.get(key, weights.coherence_floor) < weights.coherence_floor)
     }
 
 

@@ -212,6 +212,12 @@ class SearchReads:
         the index is current and made by the query's embedder."""
         return [] if self._index is None else self._index.window_similarities(query, seqs, max_gap_s)
 
+    def neighbour_similarities(self, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
+        """``(seq, similarity)`` of each memory to its episode neighbours (see
+        ``VectorIndex.neighbour_similarities``), from the index as the last
+        ``search_vectors`` left it (see :meth:`window_similarities`)."""
+        return [] if self._index is None else self._index.neighbour_similarities(seqs, max_gap_s)
+
     def without_vectors(self, seqs: Iterable[int]) -> list[int]:
         """The ``seqs`` the index holds no vector for, as the last ``search_vectors``
         left it (a damaged vector counts as none). Asking the index, not the table:

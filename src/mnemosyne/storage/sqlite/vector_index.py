@@ -408,24 +408,45 @@ class VectorIndex:
         with self._lock:
             rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
             rows = rows[found]
-            is_global = self._global[rows]
-            members = [rows]
-            for side in (0, 1):  # 0: earlier neighbours, 1: later ones
-                own, among_global = self._links["all"][side], self._links["global"][side]
-                current = rows
-                for _ in range(WINDOW_RADIUS):
-                    links = np.where(current >= 0, np.where(is_global, among_global[current], own[current]), -1)
-                    near = links >= 0
-                    near[near] = np.abs(self._created[links[near]] - self._created[current[near]]) <= max_gap_s
-                    current = np.where(near, links, -1)
-                    members.append(current)
-            window = np.stack(members, axis=1)
-            vectors = np.einsum("ijk,ij->ik", self._matrix[window], (window >= 0).astype(np.float32))
+            vectors = self._window_sums(rows, max_gap_s)
             found_seqs = self._seqs[rows]
         norms = np.linalg.norm(vectors, axis=1)
         norms[norms == 0] = 1.0
         scores = _dot(vectors, query) / norms
         return [(int(seq), float(score)) for seq, score in zip(found_seqs, scores, strict=True)]
+
+    def neighbour_similarities(self, seqs: Iterable[int], max_gap_s: float) -> list[tuple[int, float]]:
+        """``(seq, cosine)`` between each memory's vector and the mean of its
+        neighbours' in its episode window (see :meth:`window_similarities`): how
+        much it means what they mean. Memories without a vector or without
+        neighbours are left out."""
+        with self._lock:
+            rows, found = self._rows_of(np.fromiter(seqs, dtype=np.int64))
+            rows = rows[found]
+            own = self._matrix[rows]
+            neighbours = self._window_sums(rows, max_gap_s) - own
+            found_seqs = self._seqs[rows]
+        norms = np.linalg.norm(neighbours, axis=1)
+        some = norms > 1e-6
+        scores = np.einsum("ij,ij->i", neighbours[some], own[some]) / norms[some]
+        return [(int(seq), float(score)) for seq, score in zip(found_seqs[some], scores, strict=True)]
+
+    def _window_sums(self, rows: np.ndarray, max_gap_s: float) -> np.ndarray:
+        """The sum of the vectors of each row's episode window: its own and its
+        neighbours' (see :meth:`window_similarities`; hold the lock)."""
+        is_global = self._global[rows]
+        members = [rows]
+        for side in (0, 1):  # 0: earlier neighbours, 1: later ones
+            own, among_global = self._links["all"][side], self._links["global"][side]
+            current = rows
+            for _ in range(WINDOW_RADIUS):
+                links = np.where(current >= 0, np.where(is_global, among_global[current], own[current]), -1)
+                near = links >= 0
+                near[near] = np.abs(self._created[links[near]] - self._created[current[near]]) <= max_gap_s
+                current = np.where(near, links, -1)
+                members.append(current)
+        window = np.stack(members, axis=1)
+        return np.einsum("ijk,ij->ik", self._matrix[window], (window >= 0).astype(np.float32))
 
     def _score(self, query: np.ndarray, mask: np.ndarray, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows worth scoring exactly, and their cosines."""
