@@ -112,6 +112,31 @@ def test_a_reply_is_found_by_the_question_beside_it(tmp_path: Path):
         assert reply in [m.id for m in mem.recall("how long was the concert", now=NOW)]
 
 
+CHAT = [
+    {"content": "I need new running shoes for the marathon in May.", "source": "user"},
+    {"content": "Good running shoes matter! Buy running shoes that fit well, and try Brooks or Asics running "
+                "shoes in the store.", "source": "assistant"},
+    {"content": "Thanks. I bought the Brooks Ghost yesterday.", "source": "user"},
+]
+
+
+@pytest.mark.parametrize(("query", "first", "lowered"), [
+    # Asked of what the user did: the assistant's advice echoes the question's words.
+    ("which running shoes did I buy", "user", "assistant"),
+    # Asked of what the assistant said: its turn leads, nothing lowered.
+    ("which running shoes did you tell me to buy", "assistant", None),
+])
+def test_a_question_in_one_sides_words_lowers_the_other_sides_turns(
+        tmp_path: Path, query: str, first: str, lowered: str | None):
+    with Mnemosyne(session_id="chat", db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember_many(CHAT)
+        found = mem.recall(query, explain=True)
+        assert found[0].source == first
+        assert {m.source for m in found if m.explanation["other_role"] < 1} == ({lowered} if lowered else set())
+        if lowered:
+            assert found[-1].source == lowered
+
+
 def test_the_first_write_records_the_embedder_and_another_one_is_refused(tmp_path: Path):
     db = tmp_path / "m.db"
     with Mnemosyne(db_path=db, embedder=HashEmbedder(64)) as mem:
@@ -454,7 +479,8 @@ def test_explain_returns_every_component(tmp_path: Path):
         mem.remember("the kestrel project ships on friday", importance=0.9, created_at=NOW)
         hit = mem.recall("kestrel ships", now=NOW, explain=True)[0]
         assert {"content", "context", "dense", "dense_window", "source", "episode_match", "relevance", "episode",
-                "importance", "recency", "time_match", "access", "superseded", "score"} <= set(hit.explanation)
+                "importance", "recency", "time_match", "access", "superseded", "other_role",
+                "score"} <= set(hit.explanation)
         assert hit.explanation["score"] == pytest.approx(hit.score)
         assert hit.explanation["importance"] > 1  # important memories are lifted
         assert mem.recall("kestrel ships")[0].explanation is None

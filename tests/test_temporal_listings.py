@@ -213,6 +213,17 @@ def test_the_chat_role_is_the_pronoun_that_speaks(query: str, role: str | None):
     assert lexical.chat_role(query) == role
 
 
+@pytest.mark.parametrize(("query", "left_out"), [
+    ("how many games have I played", "assistant"),
+    ("what's my usual order", "assistant"),
+    ("what did you suggest", "user"),
+    ("can you remind me what I ordered", None),  # both sides
+    ("what did Sam order", None),  # neither
+])
+def test_the_chat_role_left_out_is_the_one_no_pronoun_points_at(query: str, left_out: str | None):
+    assert lexical.role_left_out(query) == left_out
+
+
 @EMBEDDERS
 def test_a_pronoun_without_its_chat_role_lists_the_times_memories(tmp_path: Path, embedder):
     with Mnemosyne(db_path=tmp_path / "m.db", embedder=embedder) as mem:

@@ -329,6 +329,7 @@ def _search(
         # A listing is in its memories' own order: a pronoun favours no one there ("what
         # was I told yesterday"); one that speaks lists its role's alone.
         naming = lexical.source_terms(query, pronouns=not listing)
+        left_out = None if listing else lexical.role_left_out(query)
         candidates = {
             seq: Candidate(
                 importance=row["importance"],
@@ -338,6 +339,7 @@ def _search(
                 source_match=1.0 if naming.intersection(_source_words(row["source"])) else 0.0,
                 length=row["length"],
                 superseded=row["status"] == "superseded",
+                other_role=left_out in _source_words(row["source"]),
             )
             for seq, row in facts.items()
         }

@@ -226,6 +226,18 @@ def source_terms(text: str, pronouns: bool = True) -> set[str]:
     return terms
 
 
+def role_left_out(text: str) -> str | None:
+    """The chat role a query's pronouns leave out where they point at the other one
+    alone: "assistant" for "how many games have I played" ("I", "my"... and no
+    "you"), "user" for "what did you suggest"; None with both ("can you remind me")
+    or neither."""
+    tokens = set(tokenize(text))
+    first, second = not tokens.isdisjoint(_FIRST_PERSON), not tokens.isdisjoint(_SECOND_PERSON)
+    if first == second:
+        return None
+    return "assistant" if first else "user"
+
+
 def in_person(text: str) -> bool:
     """Whether ``text`` speaks of the user or the assistant: holds "I", "me", "you",
     "your"..."""
