@@ -307,3 +307,21 @@ def test_the_words_an_answer_is_written_in():
     assert lexical.answer_words("How old was I when Alex was born?") == ["age", "turned"]
     assert lexical.answer_words("how long did the move take") == ["years", "months"]
     assert lexical.answer_words("How many years was Max in the family") == []
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("what job does the user have", "what job do I have"),
+    ("when is the user free to talk", "when am I free to talk"),
+    ("what has the user asked for", "what have I asked for"),
+    ("what is the user's favourite colour", "what is my favourite colour"),
+    ("User's timezone", "my timezone"),
+    ("what did we send to the user", "what did we send to me"),
+    ("where does the user live", "where do I live"),
+    ("does the user prefer dark mode", "do I prefer dark mode"),
+    ("the user prefers dark mode", "I prefers dark mode"),  # the model reads past the grammar
+    ("what did I eat", None),
+    ("the users table schema", None),
+    ("the end-user's locale", None),  # another's user
+])
+def test_the_user_asked_of_in_the_third_person_is_put_in_the_first(query: str, said: str | None):
+    assert lexical.as_the_user_says(query) == said

@@ -112,6 +112,19 @@ def test_a_reply_is_found_by_the_question_beside_it(tmp_path: Path):
         assert reply in [m.id for m in mem.recall("how long was the concert", now=NOW)]
 
 
+def test_a_question_about_the_user_finds_what_the_user_said_of_themselves(tmp_path: Path):
+    # "what job does the user have" scores 0.29 to the nurse, hardly above the rest;
+    # asked as the user would ("what job do I have"), 0.49.
+    facts = ["I work as a nurse at the city hospital.", "I spend weekends painting watercolours.",
+             "I turned 32 last month.", "The standup is off tomorrow.", "Everything runs on AWS in eu-west-1.",
+             "Her dog Max is a golden retriever.", "The report is due Friday at 5pm.", "He writes everything in Rust.",
+             "Bob prefers calls on Tuesday mornings.", "I sprained my ankle while jogging."]
+    with Mnemosyne(db_path=tmp_path / "m.db", embedder=local_model_or_skip()) as mem:
+        mem.remember_many(facts)
+        for query in ("what job does the user have", "what is the user's job"):
+            assert [m.content for m in mem.recall(query)] == [facts[0]], query
+
+
 CHAT = [
     {"content": "I need new running shoes for the marathon in May.", "source": "user"},
     {"content": "Good running shoes matter! Buy running shoes that fit well, and try Brooks or Asics running "

@@ -96,12 +96,27 @@ def search(
     depth = max(MIN_CANDIDATES, top_k)
     # One query vector for both searches: asked for again, the deeper search paid the
     # model about 1.5 ms more, a sixth of a crowded recall.
-    embedded = functools.cache(lambda: slot.embed([query])[0])
+    embedded = functools.cache(lambda: _query_vector(slot, query))
     found, crowded = _search(store, slot, embedded, query, filters, top_k, now, explain, weights, zone, depth)
     if crowded:
         found, _ = _search(
             store, slot, embedded, query, filters, top_k, now, explain, weights, zone, depth * ALIKE_DEEPER)
     return found
+
+
+def _query_vector(slot: EmbedderSlot, query: str) -> np.ndarray | None:
+    """The query's vector (None when the model fails). Where it asks of "the user" in
+    the third person, the mean of its vector and that of the user's own words for it
+    (``lexical.as_the_user_says``): the user's turns say "I", notes about the user
+    "the user", and either may hold the answer."""
+    said = lexical.as_the_user_says(query)
+    if said is None:
+        return slot.embed([query])[0]
+    asked, own_words = slot.embed([query, said])
+    if asked is None or own_words is None:
+        return asked
+    both = asked + own_words
+    return both / np.linalg.norm(both)
 
 
 def _search(
