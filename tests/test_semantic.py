@@ -492,7 +492,7 @@ def test_explain_returns_every_component(tmp_path: Path):
         mem.remember("the kestrel project ships on friday", importance=0.9, created_at=NOW)
         hit = mem.recall("kestrel ships", now=NOW, explain=True)[0]
         assert {"content", "context", "dense", "dense_window", "source", "episode_match", "relevance", "episode",
-                "importance", "recency", "time_match", "access", "superseded", "other_role",
+                "importance", "recency", "time_match", "access", "superseded", "other_role", "told",
                 "score"} <= set(hit.explanation)
         assert hit.explanation["score"] == pytest.approx(hit.score)
         assert hit.explanation["importance"] > 1  # important memories are lifted

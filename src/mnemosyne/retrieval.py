@@ -12,7 +12,7 @@ from datetime import timezone, tzinfo
 import numpy as np
 
 from . import background
-from .core import lexical, results
+from .core import lexical, past_tense, results
 from .core.changes import of_its_speaker, says_a_change
 from .core.context import MAX_GAP_S, WINDOW
 from .core.dates_ahead import dates_ahead
@@ -376,6 +376,11 @@ def _search(
             crowded = len(candidates) >= depth and 2 * len(lowered) >= len(head)
         if not listing:
             texts = _text_reader(store)
+            if past_tense.asks_what_happened(query):
+                head = ranked[:max(top_k, MIN_CANDIDATES)]
+                contents = texts(r.key for r in head)
+                tells = {key for key, text in contents.items() if past_tense.tells_what_happened(text)}
+                ranked = [*results.told_first(head, tells, weights.told), *ranked[len(head):]]
             ranked = results.newer_first(ranked, _statements(texts, ranked, facts, top_k), weights.superseded)[:top_k]
             if query_vector is not None and window is None:
                 head = ranked[:CHANGES_AMONG]

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from .lexical import tokenize
+from .past_tense import in_the_past_tense
 from .time_words import (
     DAY,
     DAY_MONTH,
@@ -52,8 +53,6 @@ _DATES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[int | None,
     (DAY_MONTH, lambda m: (None, MONTHS[m.group(2)], int(m.group(1)))),
     (IN_MONTH, lambda m: None if m.group(1) == "last" else (None, MONTHS[m.group(2)], None)),
 )
-# A question about the past: "what happened", "what did we do", "where was I".
-_PAST_TENSE = re.compile(r"\b(?:did|didn't|happened|was|wasn't|were|weren't|went|had)\b")
 
 
 class DatesAhead(NamedTuple):
@@ -89,7 +88,7 @@ def dates_ahead(query: str, now: datetime) -> DatesAhead:
     forms: list[str] = []
     named: list[tuple[int, int, int | None]] = []
     with_year = False
-    past = _PAST_TENSE.search(text) is not None
+    past = in_the_past_tense(text)
     for expression, date_of in _DATES:
         for match in expression.finditer(seen):
             date = date_of(match)

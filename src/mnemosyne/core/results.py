@@ -18,7 +18,7 @@ ranks below the newest one that says otherwise of the same attribute.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -146,6 +146,20 @@ def fewer_alike(ranked: Sequence[Ranked], closeness: np.ndarray, alike: float, f
         _rescored(r, r.score * factor**int(above), "alike", factor**int(above)) if above else r
         for r, above in zip(ranked, alike_above, strict=True)
     ]
+    return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
+
+
+def told_first(ranked: Sequence[Ranked], tells: Collection[int], factor: float) -> list[Ranked]:
+    """``ranked`` (best first) with each result in ``tells`` (those that tell what
+    happened, for a query that asks it) multiplied by ``factor`` and sorted again;
+    ``explain`` shows the factor as ``told``.
+
+    >>> [r.key for r in told_first([Ranked(1, 1.0, {}), Ranked(2, 0.9, {})], {2}, 1.2)]
+    [2, 1]
+    """
+    if not tells:
+        return list(ranked)
+    moved = [_rescored(r, r.score * factor, "told", factor) if r.key in tells else r for r in ranked]
     return sorted(moved, key=lambda r: -r.score)  # stable: ties keep their order
 
 
